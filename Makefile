@@ -1,0 +1,51 @@
+# Makefile — builds build/libevtc.a, build/evtc and the CPU tests.
+#   make          library + CLI
+#   make test     every CPU test, then a summary line "N passed, N failed"
+#   make tsan     runtime tests under ThreadSanitizer (run by make test too)
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC
+LDLIBS  += -lm -lpthread -ldl -lcjson
+BUILD   := build
+
+LIB_SRC  := $(sort $(wildcard src/*/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_COMMON := $(wildcard tests/common/*.c)
+
+all: $(BUILD)/evtc $(BUILD)/libevtc.a
+
+$(BUILD)/obj/%.o: %.c $(wildcard include/evt/*.h) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libevtc.a: $(LIB_OBJ)
+	@mkdir -p $(BUILD)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/evtc: tools/evtc.c $(BUILD)/libevtc.a
+	$(CC) $(CFLAGS) -rdynamic $< $(BUILD)/libevtc.a -o $@ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(BUILD)/libevtc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -rdynamic $< $(TEST_COMMON) $(BUILD)/libevtc.a -o $@ -lcmocka $(LDLIBS)
+
+# ThreadSanitizer build of the library and the runtime tests.
+TSAN_FLAGS := -O1 -g -fsanitize=thread -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC
+$(BUILD)/tsan/libevtc.a: $(LIB_SRC)
+	@mkdir -p $(BUILD)/tsan/obj
+	set -e; for f in $(LIB_SRC); do o=$(BUILD)/tsan/obj/$$(echo $$f | tr / _).o; \
+	  $(CC) $(TSAN_FLAGS) -c $$f -o $$o; done
+	rm -f $@ && ar rcs $@ $(BUILD)/tsan/obj/*.o
+$(BUILD)/tsan/test_runtime: tests/test_runtime.c $(TEST_COMMON) $(BUILD)/tsan/libevtc.a
+	$(CC) $(TSAN_FLAGS) -Itests -rdynamic $< $(TEST_COMMON) $(BUILD)/tsan/libevtc.a -o $@ -lcmocka $(LDLIBS)
+tsan: $(BUILD)/tsan/test_runtime
+
+test: all $(TEST_BIN) tsan
+	@sh tests/run_all.sh $(TEST_BIN) $(BUILD)/tsan/test_runtime
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all test tsan clean

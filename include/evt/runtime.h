@@ -1,0 +1,99 @@
+/* evt/runtime.h — running compiled programs: modules, shapes, buffers,
+ * launches, the reference executor, traces and artifacts.
+ *
+ *   evt_module *m;
+ *   evt_module_build(graph, EVT_BACKEND_CPU, NULL, &m, &d);   // or evt_module_load("x.evtm")
+ *   int64_t sym[16]; evt_shape_parse(evt_module_graph(m), nsets, sets, sym, &d);
+ *   evt_buffers *b; evt_buffers_new(evt_module_graph(m), sym, seed, 0xff, &b, &d);
+ *   evt_module_run(m, sym, b, &opts, &stats, &d);            // one persistent launch
+ *
+ * A module owns its graph, its plan and its code (a shared object on the CPU
+ * target, a cubin on the GPU target). Launches with new symbol values bind
+ * the shape on the host (counters' targets, queues; cached per shape) and
+ * reuse the same code: nothing is compiled after evt_module_build/load.
+ */
+#ifndef EVT_RUNTIME_H
+#define EVT_RUNTIME_H
+
+#include "evt/compile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum evt_backend { EVT_BACKEND_CPU, EVT_BACKEND_CUDA } evt_backend;
+const char *evt_backend_name(evt_backend b);
+
+typedef struct evt_module evt_module;
+
+/* Compiles `g` (the module takes ownership) for a backend. CPU: emits C and
+ * builds it with the system C compiler ($CC, default cc; extra flags in
+ * $EVT_CFLAGS). CUDA: emits CUDA and builds a cubin with nvcc for sm_90a.
+ * Builds the unfused variant as well when `with_unfused` is set. */
+evt_status evt_module_build(evt_graph *g, evt_backend backend, const evt_compile_opts *o,
+                            int with_unfused, evt_module **out, evt_diag *d);
+/* Artifacts: a self-describing file (program text, code, metadata). */
+evt_status evt_module_save(evt_module *m, const char *path, evt_diag *d);
+evt_status evt_module_load(const char *path, evt_module **out, evt_diag *d);
+void evt_module_free(evt_module *m);
+const evt_graph *evt_module_graph(const evt_module *m);
+evt_backend evt_module_backend(const evt_module *m);
+/* The generated source of a variant (0 fused, 1 unfused), or NULL. */
+const char *evt_module_source(const evt_module *m, int variant);
+
+/* ---- shapes ----------------------------------------------------------- */
+
+/* Fills sym[] (by symbol id) with defaults, then applies "NAME=VALUE"
+ * strings. Unknown name, missing '=', not a number, negative, or outside the
+ * symbol's bounds: EVT_ERR_SHAPE with a one-line message. */
+evt_status evt_shape_parse(const evt_graph *g, int nsets, const char *const *sets, int64_t *sym, evt_diag *d);
+
+/* ---- buffers (host copies of every tensor at one shape) ---------------- */
+
+typedef struct evt_buffers evt_buffers;
+/* Allocates and initialises (inputs and weights per their init; tensors
+ * without init are filled with `poison` bytes). */
+evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed, int poison,
+                           evt_buffers **out, evt_diag *d);
+void evt_buffers_free(evt_buffers *b);
+void *evt_buffers_data(evt_buffers *b, int tensor, size_t *bytes);
+const int64_t *evt_buffers_dims(const evt_buffers *b, int tensor);
+/* Compares every output and scratch tensor written by some call. rtol == 0:
+ * bitwise. Appends a line per mismatching tensor to report; returns the
+ * number of mismatching tensors. */
+int evt_buffers_compare(const evt_graph *g, evt_buffers *a, evt_buffers *b, double rtol, evt_printer *report);
+
+/* ---- launching --------------------------------------------------------- */
+
+typedef struct evt_run_opts {
+    evt_sched_kind sched;      /* static (default), dynamic, unfused */
+    evt_queue_policy policy;   /* static queues: rr (default) or cp */
+    int workers;               /* 0: default (CPU: 4; GPU: SMs x per_sm) */
+    int workers_per_sm;        /* GPU: persistent blocks per SM (default 1) */
+    int exact_shape;           /* static: build for the exact shape, not the bucket */
+    double timeout_s;          /* watchdog; 0: default 10 s */
+    const char *trace_path;    /* Chrome trace JSON, or NULL */
+    uint32_t chaos;            /* nonzero: random delays (seed) */
+    uint32_t chaos_max_ns;     /* bound of one delay (default 20000) */
+} evt_run_opts;
+
+typedef struct evt_run_stats {
+    double bind_ms;            /* host: binding this shape (0 when cached) */
+    double launch_ms;          /* the launch itself, wall clock */
+    int64_t ntasks;            /* tasks at this shape */
+    int bucket_used;           /* static: a bucket schedule served this shape */
+    int cache_hit;
+} evt_run_stats;
+
+evt_status evt_module_run(evt_module *m, const int64_t *sym, evt_buffers *b, const evt_run_opts *o,
+                          evt_run_stats *stats, evt_diag *d);
+
+/* Sequential kernel-by-kernel execution (calls in program order, tasks in
+ * row-major order) with the C tiles. Also checks that every wait would be
+ * satisfied in that order and that every counter ends at its target. */
+evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffers *b, evt_diag *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

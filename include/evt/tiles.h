@@ -1,0 +1,62 @@
+/* evt/tiles.h — tile operators: how one is declared, and the built-in ones.
+ *
+ * A tile operator is declared once (evt_tile_decl) and implemented twice:
+ * a plain C function (CPU target and reference executor) and a CUDA device
+ * function of the same name with suffix _cuda in a header under src/tiles/
+ * (GPU target). Both receive an evt_task_args (src/device/evt_task_args.h).
+ *
+ * Parameters are positional: tensors first or interleaved with integers, as
+ * listed in params[]. The verifier checks a call's arguments against them
+ * (count, kind, dtype, rank, and which tensors the call writes).
+ */
+#ifndef EVT_TILES_H
+#define EVT_TILES_H
+
+#include "evt/ir.h"
+#include "../../src/device/evt_task_args.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum evt_param_mode { EVT_PARAM_IN, EVT_PARAM_OUT, EVT_PARAM_INOUT, EVT_PARAM_INT } evt_param_mode;
+
+#define EVT_ANY_DTYPE (-1)
+#define EVT_ANY_RANK (-1)
+
+typedef struct evt_tile_param {
+    const char *name;
+    evt_param_mode mode;
+    int dtype;   /* evt_dtype or EVT_ANY_DTYPE (tensors only) */
+    int rank;    /* or EVT_ANY_RANK */
+} evt_tile_param;
+
+typedef void (*evt_tile_cpu_fn)(const evt_task_args *a);
+
+typedef struct evt_tile_decl {
+    const char *name;
+    const char *doc;            /* one line: what one task computes */
+    int nparams;
+    evt_tile_param params[EVT_MAX_ARGS];
+    evt_tile_cpu_fn cpu;        /* C implementation */
+    const char *cuda_header;    /* relative to src/, e.g. "tiles/rowsum.cuh" */
+    int threads;                /* CUDA threads per block it expects (<= block) */
+    int smem_bytes;             /* dynamic shared memory it needs */
+    int has_prefetch;           /* CUDA: <name>_prefetch_cuda(args) exists */
+} evt_tile_decl;
+
+/* Looks an operator up by name among the built-ins and user-registered ones. */
+const evt_tile_decl *evt_tile_find(const char *name);
+/* Registers a user operator (copied). Returns EVT_OK or EVT_ERR_VERIFY on a
+ * duplicate name. Not thread-safe: register before compiling. */
+evt_status evt_tile_register(const evt_tile_decl *decl);
+/* Iterates all operators: returns NULL past the end. */
+const evt_tile_decl *evt_tile_at(int index);
+
+/* Spin tiles measure time with this clock; tests may scale it. */
+uint64_t evt_tile_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

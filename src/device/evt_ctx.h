@@ -1,0 +1,104 @@
+/* evt_ctx.h — the launch context shared by the host runtimes and the
+ * generated persistent kernels (C and CUDA): bound shape, tensors, counters,
+ * schedules, queue, watchdog and trace buffers.
+ *
+ * The host fills one evt_ctx per launch (pointers are host addresses on the
+ * CPU target, device addresses on the GPU target) and the kernel reads it.
+ * Plain C, fixed-width fields: the same layout on both sides.
+ *
+ * Mutable per-launch state lives in one int32 array `state` that the kernel
+ * zeroes itself at the end of a successful launch (no host memset between
+ * launches):  [counters | pending | histograms | arm_done | outstanding | done_workers]
+ */
+#ifndef EVT_CTX_H
+#define EVT_CTX_H
+#include <stdint.h>
+#include "evt_task_args.h"
+
+/* Target value of a data-dependent event: the arming task adds
+ * (EVT_DATA_TARGET - count), notifies add 1 each, complete at EVT_DATA_TARGET. */
+#define EVT_DATA_TARGET 0x40000000
+
+/* Bumped whenever evt_ctx or the generated-code contract changes. */
+#define EVT_ABI_VERSION 1
+
+enum { EVT_MODE_STATIC = 0, EVT_MODE_DYNAMIC = 1 };
+
+/* Error kinds written to evt_error.kind by the kernel. */
+enum {
+    EVT_KERR_NONE = 0,
+    EVT_KERR_WAIT_TIMEOUT = 1,   /* a wait spun past the watchdog bound */
+    EVT_KERR_QUEUE_TIMEOUT = 2,  /* dynamic: no ready task for too long */
+    EVT_KERR_BAD_INDEX = 3,      /* a map produced an event index out of range */
+    EVT_KERR_QUEUE_FULL = 4,
+};
+
+typedef struct evt_error {
+    int32_t kind;       /* EVT_KERR_*, 0 = none; first error wins (CAS) */
+    int32_t worker;
+    int32_t call;
+    int32_t event;
+    int64_t task;       /* global task id (or -1) */
+    int64_t elem;       /* event element (linear) or the bad index value */
+    int64_t observed;   /* counter value seen */
+    int64_t target;
+} evt_error;
+
+/* Bounded MPMC ring (Vyukov): per-slot sequence numbers, 64-bit positions.
+ * Persistent across launches: positions keep increasing, nothing to reset. */
+typedef struct evt_ring_slot { int64_t seq; int64_t val; } evt_ring_slot;
+typedef struct evt_ring {
+    int64_t enq;                 /* next enqueue position */
+    int64_t pad0[7];
+    int64_t deq;                 /* next dequeue position */
+    int64_t pad1[7];
+    int64_t mask;                /* capacity - 1 (power of two) */
+    evt_ring_slot *slots;
+} evt_ring;
+
+typedef struct evt_ctx {
+    /* bound shape */
+    int32_t nsyms, ncalls, nevents, ntensors;
+    const int64_t *sym;          /* [nsyms] */
+    const int64_t *ext;          /* [ncalls*4] actual grid extents */
+    const int64_t *task_base;    /* [ncalls+1] global task id of each call's task 0 */
+    const int64_t *ev_base;      /* [nevents+1] counter offset of each event */
+    const int64_t *ev_dim;       /* [nevents*4] event extents */
+    evt_tensor_ref *tensors;     /* [ntensors] */
+    int64_t ntasks, ncounters;
+
+    /* per-launch state (zeroed by the kernel at the end of each launch) */
+    int32_t *state;
+    int64_t state_len;
+    int32_t *counters;           /* = state */
+    int32_t *pending;            /* dynamic: completed wait elements per task */
+    int32_t *hist;               /* data-dependent counts under construction */
+    int32_t *arm_done;           /* [ncalls] finished tasks of arming calls */
+    int32_t *outstanding;        /* dynamic: pushed but not finished */
+    int32_t *done_workers;
+    const int32_t *target;       /* [ncounters] */
+
+    int32_t nworkers, mode;
+    /* static schedule: entries (call << 24 | linear index in the schedule's grid) */
+    const int64_t *q_off;        /* [nworkers+1] */
+    const uint32_t *q;
+    const int64_t *qext;         /* [ncalls*4] extents the queue was built for */
+    /* dynamic schedule */
+    const int64_t *cons_off;     /* [ncounters+1] */
+    const int32_t *cons;         /* consumer task ids (affine waits) */
+    const int32_t *pend_target;  /* [ntasks] */
+    const int32_t *seeds; int64_t nseeds;
+    evt_ring *ring;
+
+    /* control */
+    int32_t *abort_flag;
+    evt_error *err;
+    uint64_t timeout_ns;
+    uint64_t *trace;             /* NULL or [ntasks*2] start,end ns */
+    int32_t *trace_worker;       /* NULL or [ntasks] */
+    uint32_t chaos;              /* 0 off; else seed for random delays */
+    uint32_t chaos_max_ns;
+    void *const *tile_fns;       /* CPU target: C tile functions by op index */
+} evt_ctx;
+
+#endif

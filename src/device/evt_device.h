@@ -1,0 +1,262 @@
+/* evt_device.h — the event protocol shared by generated kernels, written once
+ * for both targets: C11 (CPU target, one thread per worker) and CUDA C++ (GPU
+ * target, one block per worker, thread 0 is the leader).
+ *
+ *   notify(E, x):  block barrier; leader: device-scope release add of 1.
+ *   wait(E, x):    leader: acquire-spin until counter == target, bounded
+ *                  backoff, watchdog; then block barrier.
+ *   push / pop:    bounded MPMC ring with per-slot sequence numbers.
+ *
+ * Counters count up from 0 to their target (see evt_ctx.h); the kernel zeroes
+ * them at the end of a launch, so no host memset is needed between launches.
+ * Include order in generated code: this header, the tile headers, the
+ * generated dispatch, then evt_loop.h.
+ */
+#ifndef EVT_DEVICE_H
+#define EVT_DEVICE_H
+#include "evt_ctx.h"
+
+#ifdef __CUDACC__
+/* ------------------------------------------------------------ CUDA ---- */
+#include <cuda/atomic>
+#define EVT_DEV __device__ __forceinline__
+#define EVT_NOINLINE __device__ __noinline__
+#define EVT_LEADER (threadIdx.x == 0)
+#define EVT_TID ((int)threadIdx.x)
+#define EVT_NTHREADS ((int)blockDim.x)
+#define EVT_SYNC() __syncthreads()
+typedef cuda::atomic_ref<int32_t, cuda::thread_scope_device> evt_aref32;
+typedef cuda::atomic_ref<int64_t, cuda::thread_scope_device> evt_aref64;
+EVT_DEV int32_t evt_load_acquire(int32_t *p) { return evt_aref32(*p).load(cuda::memory_order_acquire); }
+EVT_DEV int32_t evt_load_relaxed(int32_t *p) { return evt_aref32(*p).load(cuda::memory_order_relaxed); }
+EVT_DEV void evt_store_relaxed(int32_t *p, int32_t v) { evt_aref32(*p).store(v, cuda::memory_order_relaxed); }
+EVT_DEV int32_t evt_add_acq_rel(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_acq_rel); }
+EVT_DEV int32_t evt_add_relaxed(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
+EVT_DEV int64_t evt_load64_acquire(int64_t *p) { return evt_aref64(*p).load(cuda::memory_order_acquire); }
+EVT_DEV int64_t evt_load64_relaxed(int64_t *p) { return evt_aref64(*p).load(cuda::memory_order_relaxed); }
+EVT_DEV void evt_store64_release(int64_t *p, int64_t v) { evt_aref64(*p).store(v, cuda::memory_order_release); }
+EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
+{ return evt_aref64(*p).compare_exchange_strong(expect, desired, cuda::memory_order_relaxed); }
+EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
+{ return evt_aref32(*p).compare_exchange_strong(expect, desired, cuda::memory_order_acq_rel); }
+EVT_DEV void evt_fence(void) { __threadfence(); }
+EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
+EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
+#define EVT_SHARED __shared__
+#else
+/* ------------------------------------------------------------- C ------ */
+#include <sched.h>
+#include <time.h>
+#define EVT_DEV static inline
+#define EVT_NOINLINE static
+#define EVT_LEADER 1
+#define EVT_TID 0
+#define EVT_NTHREADS 1
+#define EVT_SYNC() ((void)0)
+EVT_DEV int32_t evt_load_acquire(int32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+EVT_DEV int32_t evt_load_relaxed(int32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+EVT_DEV void evt_store_relaxed(int32_t *p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+EVT_DEV int32_t evt_add_acq_rel(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
+EVT_DEV int32_t evt_add_relaxed(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+EVT_DEV int64_t evt_load64_acquire(int64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+EVT_DEV int64_t evt_load64_relaxed(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+EVT_DEV void evt_store64_release(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
+{ return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED); }
+EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
+{ return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
+EVT_DEV void evt_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+EVT_DEV uint64_t evt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+/* More workers than cores is allowed: yield rather than burn the core. */
+EVT_DEV void evt_pause(uint32_t ns)
+{
+    if (ns < 2000) { sched_yield(); return; }
+    struct timespec ts = {0, (long)ns};
+    nanosleep(&ts, NULL);
+}
+#define EVT_SHARED
+#endif
+
+/* Per-worker state. On the GPU it lives in shared memory; the leader writes
+ * the broadcast fields, then a barrier publishes them to the block. */
+typedef struct evt_worker {
+    int32_t id;
+    uint32_t rng;
+    int32_t skip;      /* broadcast: the current task is not valid / aborted */
+    int32_t arm;       /* broadcast: this task arms data-dependent events */
+    int64_t task;      /* broadcast: current global task id */
+    int64_t entry;     /* broadcast: next queue entry (-1 none, -2 exit) */
+    int64_t scratch[4];
+} evt_worker;
+
+EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_flag) != 0; }
+
+/* Records the first error and raises the abort flag every spinner polls. */
+EVT_DEV void evt_raise(const evt_ctx *C, int kind, int worker, int call, int event,
+                       int64_t task, int64_t elem, int64_t observed, int64_t target)
+{
+    if (evt_cas32(&C->err->kind, 0, -1)) {
+        C->err->worker = worker; C->err->call = call; C->err->event = event;
+        C->err->task = task; C->err->elem = elem; C->err->observed = observed; C->err->target = target;
+        evt_fence();
+        evt_store_relaxed(&C->err->kind, kind);
+    }
+    evt_fence();
+    evt_add_acq_rel(C->abort_flag, 1);
+}
+
+EVT_DEV uint32_t evt_rand(evt_worker *W)
+{
+    uint32_t x = W->rng ? W->rng : 0x9e3779b9u;
+    x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+    W->rng = x;
+    return x;
+}
+
+/* Chaos mode: a random delay (tests only; C->chaos == 0 disables it). */
+EVT_DEV void evt_chaos(const evt_ctx *C, evt_worker *W)
+{
+    if (!C->chaos) return;
+    uint32_t r = evt_rand(W);
+    if (r % 3 == 0) evt_pause(r % (C->chaos_max_ns + 1));
+}
+
+/* Leader only. Spins until E's element `elem` (linear, absolute counter index)
+ * reaches its target. Returns 0, or 1 if the launch was aborted. */
+EVT_DEV int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int64_t elem)
+{
+    int32_t *cnt = &C->counters[elem];
+    int32_t target = C->target[elem];
+    int32_t v = evt_load_acquire(cnt);
+    if (v == target) return 0;
+    uint64_t start = evt_now_ns();
+    uint32_t backoff = 32;
+    for (uint32_t spin = 0;; spin++) {
+        v = evt_load_acquire(cnt);
+        if (v == target) return 0;
+        if (evt_aborted(C)) return 1;
+        evt_pause(backoff);
+        if (backoff < 1024) backoff *= 2;
+        if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
+            evt_raise(C, EVT_KERR_WAIT_TIMEOUT, W->id, call, event, W->task, elem, v, target);
+            return 1;
+        }
+    }
+}
+
+/* ---- ready queue ---------------------------------------------------- */
+
+EVT_DEV int evt_push(const evt_ctx *C, int64_t task)
+{
+    evt_ring *r = C->ring;
+    int64_t pos = evt_load64_relaxed(&r->enq);
+    for (;;) {
+        evt_ring_slot *s = &r->slots[pos & r->mask];
+        int64_t seq = evt_load64_acquire(&s->seq);
+        int64_t dif = seq - pos;
+        if (dif == 0) {
+            if (evt_cas64(&r->enq, pos, pos + 1)) {
+                s->val = task;
+                evt_store64_release(&s->seq, pos + 1);
+                return 0;
+            }
+            pos = evt_load64_relaxed(&r->enq);
+        } else if (dif < 0) {
+            return 1; /* full: capacity is sized to the task count, so a bug */
+        } else {
+            pos = evt_load64_relaxed(&r->enq);
+        }
+    }
+}
+
+/* Returns 1 and the task, or 0 when the ring is empty. */
+EVT_DEV int evt_pop(const evt_ctx *C, int64_t *task)
+{
+    evt_ring *r = C->ring;
+    int64_t pos = evt_load64_relaxed(&r->deq);
+    for (;;) {
+        evt_ring_slot *s = &r->slots[pos & r->mask];
+        int64_t seq = evt_load64_acquire(&s->seq);
+        int64_t dif = seq - (pos + 1);
+        if (dif == 0) {
+            if (evt_cas64(&r->deq, pos, pos + 1)) {
+                *task = s->val;
+                evt_store64_release(&s->seq, pos + r->mask + 1);
+                return 1;
+            }
+            pos = evt_load64_relaxed(&r->deq);
+        } else if (dif < 0) {
+            return 0;
+        } else {
+            pos = evt_load64_relaxed(&r->deq);
+        }
+    }
+}
+
+/* Dynamic mode: one wait element of `task` is complete; push it when all are. */
+EVT_DEV void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
+{
+    int32_t done = evt_add_acq_rel(&C->pending[task], 1) + 1;
+    if (done == C->pend_target[task]) {
+        evt_add_acq_rel(C->outstanding, 1);
+        if (evt_push(C, task))
+            evt_raise(C, EVT_KERR_QUEUE_FULL, W->id, -1, -1, task, 0, 0, 0);
+    }
+}
+
+/* Leader only. Adds `delta` to a counter; if that completes it (dynamic mode),
+ * credits its consumers found through the bind-time consumer lists. Returns 1
+ * when this add completed the element (callers then credit trigger ranges). */
+EVT_DEV int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t delta)
+{
+    int32_t now = evt_add_acq_rel(&C->counters[elem], delta) + delta;
+    if (now != C->target[elem]) return 0;
+    if (C->mode == EVT_MODE_DYNAMIC)
+        for (int64_t k = C->cons_off[elem]; k < C->cons_off[elem + 1]; k++)
+            evt_credit(C, W, C->cons[k]);
+    return 1;
+}
+
+/* Bounds check of a computed event index; raises BAD_INDEX on failure. */
+EVT_DEV int evt_check_index(const evt_ctx *C, evt_worker *W, int call, int event, int64_t v, int64_t dim)
+{
+    if (v >= 0 && v < dim) return 0;
+    evt_raise(C, EVT_KERR_BAD_INDEX, W->id, call, event, W->task, v, 0, dim);
+    return 1;
+}
+
+/* Integer tensor element read by a data-dependent map. */
+EVT_DEV int64_t evt_index_load(const evt_tensor_ref *t, int64_t off)
+{
+    if (t->dtype == 4 /* EVT_I64 */) return ((const int64_t *)t->ptr)[off];
+    return ((const int32_t *)t->ptr)[off];
+}
+
+/* Trigger range: the e with indptr[e] <= t < indptr[e+1] (binary search), or
+ * -1 when t is past the last range (the task does not exist for this data). */
+EVT_DEV int64_t evt_trigger_owner(const evt_tensor_ref *indptr, int64_t nranges, int64_t t)
+{
+    if (t < evt_index_load(indptr, 0) || t >= evt_index_load(indptr, nranges)) return -1;
+    int64_t lo = 0, hi = nranges - 1;
+    while (lo < hi) {
+        int64_t mid = (lo + hi + 1) / 2;
+        if (evt_index_load(indptr, mid) <= t) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+EVT_DEV void evt_trace_start(const evt_ctx *C, evt_worker *W, int64_t task)
+{
+    if (C->trace && EVT_LEADER) { C->trace[task * 2] = evt_now_ns(); C->trace_worker[task] = W->id; }
+}
+EVT_DEV void evt_trace_end(const evt_ctx *C, int64_t task)
+{
+    if (C->trace && EVT_LEADER) C->trace[task * 2 + 1] = evt_now_ns();
+}
+
+#endif

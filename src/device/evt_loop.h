@@ -1,0 +1,105 @@
+/* evt_loop.h — the persistent worker loop, written once for both targets.
+ *
+ * Included by generated code after it has defined:
+ *   EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call,
+ *                             int64_t lin, const int64_t *qext);
+ *       runs one task: guard, waits, tile, arming, notifies (all threads).
+ *   EVT_DEV void evt_arm_inputs(const evt_ctx *C, evt_worker *W);
+ *       arms data-dependent events whose index tensors are program inputs.
+ *
+ * Static mode: worker w runs entries q[q_off[w] .. q_off[w+1]) in order.
+ * Dynamic mode: workers seed the ring with the ready tasks (seeds), then pop
+ * until the ring is empty and no task is outstanding (pushed, not finished).
+ * The last worker to finish zeroes the per-launch state for the next launch.
+ */
+#ifndef EVT_LOOP_H
+#define EVT_LOOP_H
+
+/* Which call a global task id belongs to (binary search over task_base). */
+EVT_DEV int evt_call_of_task(const evt_ctx *C, int64_t task)
+{
+    int lo = 0, hi = C->ncalls - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (C->task_base[mid] <= task) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
+{
+    for (int64_t k = C->q_off[W->id]; k < C->q_off[W->id + 1]; k++) {
+        if (evt_aborted(C)) break;
+        uint32_t e = C->q[k];
+        evt_dispatch(C, W, (int)(e >> 24), (int64_t)(e & 0xffffffu), C->qext);
+        EVT_SYNC(); /* everyone has read the broadcast fields of this task */
+    }
+}
+
+EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
+{
+    if (EVT_LEADER) {
+        int64_t mine = 0;
+        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) mine++;
+        if (mine) evt_add_acq_rel(C->outstanding, (int32_t)mine);
+        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers)
+            if (evt_push(C, C->seeds[k]))
+                evt_raise(C, EVT_KERR_QUEUE_FULL, W->id, -1, -1, C->seeds[k], 0, 0, 0);
+    }
+    for (;;) {
+        if (EVT_LEADER) {
+            uint64_t idle_since = 0;
+            uint32_t backoff = 32;
+            int64_t task;
+            for (;;) {
+                if (evt_pop(C, &task)) { W->entry = task; break; }
+                if (evt_aborted(C) || evt_load_acquire(C->outstanding) == 0) { W->entry = -2; break; }
+                uint64_t now = evt_now_ns();
+                if (!idle_since) idle_since = now;
+                else if (now - idle_since > C->timeout_ns) {
+                    evt_raise(C, EVT_KERR_QUEUE_TIMEOUT, W->id, -1, -1, -1, 0,
+                              evt_load_relaxed(C->outstanding), 0);
+                    W->entry = -2;
+                    break;
+                }
+                evt_pause(backoff);
+                if (backoff < 512) backoff *= 2;
+            }
+            if (W->entry >= 0) evt_chaos(C, W); /* chaos: delay after pop */
+        }
+        EVT_SYNC();
+        int64_t task = W->entry;
+        if (task < 0) break;
+        int call = evt_call_of_task(C, task);
+        evt_dispatch(C, W, call, task - C->task_base[call], C->ext);
+        EVT_SYNC();
+        if (EVT_LEADER) evt_add_acq_rel(C->outstanding, -1);
+    }
+}
+
+/* Entry point of every worker (a block on the GPU, a thread on the CPU). */
+EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
+{
+    if (EVT_LEADER) {
+        W->id = worker_id;
+        W->rng = (C->chaos ^ (uint32_t)(worker_id * 2654435761u)) | 1u;
+        W->task = -1;
+    }
+    EVT_SYNC();
+    if (worker_id == 0) evt_arm_inputs(C, W);
+    if (C->mode == EVT_MODE_STATIC) evt_run_static(C, W);
+    else evt_run_dynamic(C, W);
+
+    /* The last worker out re-arms the state for the next launch. */
+    EVT_SYNC();
+    if (EVT_LEADER) W->arm = evt_add_acq_rel(C->done_workers, 1) + 1 == C->nworkers;
+    EVT_SYNC();
+    if (W->arm && !evt_aborted(C)) {
+        int64_t n = C->state_len - 1; /* done_workers is the last word */
+        for (int64_t i = EVT_TID; i < n; i += EVT_NTHREADS) C->state[i] = 0;
+        EVT_SYNC();
+        if (EVT_LEADER) evt_store_relaxed(C->done_workers, 0);
+    }
+}
+
+#endif

@@ -1,0 +1,34 @@
+/* evt_task_args.h — the tile ABI: what a tile operator receives for one task.
+ *
+ * Shared verbatim by the C reference tiles, the generated C of the CPU target
+ * and the generated CUDA of the GPU target, so it is plain C with fixed-width
+ * fields. A tile reads its task coordinate from coord[], its tensors from t[]
+ * (in the order of the op's declared parameters) and its integer parameters
+ * from iarg[]. See docs/tile-abi.md.
+ */
+#ifndef EVT_TASK_ARGS_H
+#define EVT_TASK_ARGS_H
+#include <stdint.h>
+
+#define EVT_ABI_MAX_RANK 4
+#define EVT_ABI_MAX_TENSORS 8
+#define EVT_ABI_MAX_INTS 8
+
+typedef struct evt_tensor_ref {
+    void *ptr;                       /* device (GPU) or host (CPU) address */
+    int64_t dim[EVT_ABI_MAX_RANK];   /* bound shape, row-major, unused dims = 1 */
+    int32_t rank;
+    int32_t dtype;                   /* evt_dtype */
+} evt_tensor_ref;
+
+typedef struct evt_task_args {
+    int32_t ncoord;
+    int32_t worker;                  /* which worker runs it (diagnostics) */
+    int64_t coord[EVT_ABI_MAX_RANK]; /* task coordinate in its grid */
+    int64_t grid[EVT_ABI_MAX_RANK];  /* bound grid extents */
+    evt_tensor_ref t[EVT_ABI_MAX_TENSORS];
+    int64_t iarg[EVT_ABI_MAX_INTS];
+    int32_t ntensors, nints;
+} evt_task_args;
+
+#endif

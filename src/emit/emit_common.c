@@ -1,0 +1,285 @@
+/* emit_common.c — prints a lowered plan as one translation unit of C or CUDA.
+ *
+ * Both targets get the same code: per call a function that decodes the task
+ * coordinate, guards it against the bound shape, waits (leader), runs the
+ * tile (all threads), arms data-dependent events, and notifies (leader);
+ * per data-dependent event an arming function (histogram of its notify maps
+ * over the valid tasks); a dispatch switch; then the shared persistent loop
+ * (src/device/evt_loop.h). Only the tile call and the entry point differ.
+ * Maps become index arithmetic over v[] (coordinates and `for` variables)
+ * and C->sym[] (bound symbols); tensor reads become checked evt_ld() calls.
+ */
+#include <string.h>
+#include "emit/emit.h"
+
+static void expr(evt_printer *o, const evt_expr *e, int call)
+{
+    switch (e->op) {
+    case EVT_E_CONST: evt_pr(o, "INT64_C(%lld)", (long long)e->value); return;
+    case EVT_E_SYM: evt_pr(o, "C->sym[%d]", e->sym->id); return;
+    case EVT_E_VAR: evt_pr(o, "v[%d]", e->var); return;
+    case EVT_E_LOAD:
+        evt_pr(o, "evt_ld(C, W, %d, %d, %d", call, e->tensor->id, e->nargs);
+        for (int i = 0; i < 4; i++) {
+            evt_pr(o, ", ");
+            if (i < e->nargs) expr(o, e->a[i], call); else evt_pr(o, "0");
+        }
+        evt_pr(o, ")");
+        return;
+    default: break;
+    }
+    static const char *fn[] = {[EVT_E_DIV] = "evt_fdiv", [EVT_E_MOD] = "evt_fmod", [EVT_E_MIN] = "evt_min", [EVT_E_MAX] = "evt_max"};
+    static const char *op[] = {[EVT_E_ADD] = " + ", [EVT_E_SUB] = " - ", [EVT_E_MUL] = " * "};
+    if (e->op == EVT_E_ADD || e->op == EVT_E_SUB || e->op == EVT_E_MUL) {
+        evt_pr(o, "(");
+        expr(o, e->a[0], call);
+        evt_pr(o, "%s", op[e->op]);
+        expr(o, e->a[1], call);
+        evt_pr(o, ")");
+    } else {
+        evt_pr(o, "%s(", fn[e->op]);
+        expr(o, e->a[0], call);
+        evt_pr(o, ", ");
+        expr(o, e->a[1], call);
+        evt_pr(o, ")");
+    }
+}
+
+/* Opens loops over the edge's `for` variables (v[rank + f]). */
+static void open_fors(evt_printer *o, const evt_call *c, const evt_edge *e, const char *ind)
+{
+    for (int f = 0; f < e->nfor; f++) {
+        evt_pr(o, "%sfor (v[%d] = 0; v[%d] < ", ind, c->rank + f, c->rank + f);
+        expr(o, e->for_ext[f], c->id);
+        evt_pr(o, "; v[%d]++) {\n", c->rank + f);
+    }
+}
+static void close_fors(evt_printer *o, const evt_edge *e, const char *ind)
+{
+    for (int f = 0; f < e->nfor; f++) evt_pr(o, "%s}\n", ind);
+}
+
+/* Computes `elem` (absolute counter index) of an affine/gather edge; on a bad
+ * index prints `on_bad`. */
+static void elem_of(evt_printer *o, const evt_call *c, const evt_edge *e, const char *ind, const char *on_bad)
+{
+    int ev = e->event->id;
+    evt_pr(o, "%sint64_t elem = 0;\n", ind);
+    for (int i = 0; i < e->nidx; i++) {
+        evt_pr(o, "%s{ int64_t x = ", ind);
+        expr(o, e->idx[i], c->id);
+        evt_pr(o, ";\n%s  if (evt_check_index(C, W, %d, %d, x, C->ev_dim[%d])) { %s }\n", ind, c->id, ev, ev * 4 + i, on_bad);
+        evt_pr(o, "%s  elem = elem * C->ev_dim[%d] + x; }\n", ind, ev * 4 + i);
+    }
+    evt_pr(o, "%selem += C->ev_base[%d];\n", ind, ev);
+}
+
+static void decode(evt_printer *o, const evt_call *c, const char *ext)
+{
+    evt_pr(o, "    { int64_t q = lin;\n");
+    for (int k = c->rank - 1; k >= 0; k--)
+        evt_pr(o, "      v[%d] = q %% %s[%d]; q /= %s[%d];\n", k, ext, c->id * 4 + k, ext, c->id * 4 + k);
+    evt_pr(o, "    }\n");
+}
+
+static void linear_task(evt_printer *o, const evt_call *c)
+{
+    evt_pr(o, "C->task_base[%d] + (", c->id);
+    for (int k = 0; k < c->rank; k++) {
+        if (k) evt_pr(o, ") * C->ext[%d] + (", c->id * 4 + k);
+        evt_pr(o, "v[%d]", k);
+    }
+    for (int k = 1; k < c->rank; k++) evt_pr(o, ")");
+    evt_pr(o, ")");
+}
+
+static int max_for(const evt_graph *g)
+{
+    int m = 0;
+    for (int c = 0; c < g->ncalls; c++)
+        for (int k = 0; k < g->calls[c]->nedges; k++)
+            if (g->calls[c]->edges[k].nfor > m) m = g->calls[c]->edges[k].nfor;
+    return m;
+}
+
+/* Trigger consumers of event ev: credit tasks indptr[x] .. indptr[x+1]. */
+static void emit_trigger_credit(evt_printer *o, const evt_plan *p, int ev)
+{
+    const evt_graph *g = p->g;
+    evt_pr(o, "EVT_NOINLINE void evt_trig_%d(const evt_ctx *C, evt_worker *W, int64_t x)\n{\n", ev);
+    evt_pr(o, "    if (C->mode != EVT_MODE_DYNAMIC) return;\n");
+    for (int c = 0; c < g->ncalls; c++)
+        for (int k = 0; k < g->calls[c]->nedges; k++) {
+            const evt_edge *e = &g->calls[c]->edges[k];
+            if (!e->trigger || e->event->id != ev) continue;
+            evt_pr(o, "    { /* %s waits %s trigger %s */\n", g->calls[c]->name, e->event->name, e->trigger->name);
+            evt_pr(o, "      const evt_tensor_ref *ip = &C->tensors[%d];\n", e->trigger->id);
+            evt_pr(o, "      int64_t lo = evt_index_load(ip, x), hi = evt_index_load(ip, x + 1);\n");
+            evt_pr(o, "      if (lo < 0) lo = 0;\n      if (hi > C->ext[%d]) hi = C->ext[%d];\n", c * 4, c * 4);
+            evt_pr(o, "      for (int64_t t = lo; t < hi; t++) evt_credit(C, W, C->task_base[%d] + t); }\n", c);
+        }
+    evt_pr(o, "}\n\n");
+}
+
+static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
+{
+    const evt_graph *g = p->g;
+    evt_pr(o, "/* arms data-dependent event %s: histogram of its notify maps */\n", g->events[ev]->name);
+    evt_pr(o, "EVT_NOINLINE void evt_arm_%d(const evt_ctx *C, evt_worker *W)\n{\n", ev);
+    evt_pr(o, "    int32_t *H = C->hist + C->ev_base[%d];\n", ev);
+    for (int c = 0; c < g->ncalls; c++) {
+        const evt_call *call = g->calls[c];
+        for (int k = 0; k < call->nedges; k++) {
+            const evt_edge *e = &call->edges[k];
+            if (e->kind != EVT_NOTIFY || e->event->id != ev) continue;
+            evt_pr(o, "    { /* notified by %s */\n", call->name);
+            evt_pr(o, "      int64_t n = 1, v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
+            evt_pr(o, "      for (int k = 0; k < %d; k++) n *= C->ext[%d + k];\n", call->rank, c * 4);
+            evt_pr(o, "      for (int64_t lin = EVT_TID; lin < n; lin += EVT_NTHREADS) {\n");
+            evt_pr(o, "        { int64_t q = lin;\n");
+            for (int d = call->rank - 1; d >= 0; d--)
+                evt_pr(o, "          v[%d] = q %% C->ext[%d]; q /= C->ext[%d];\n", d, c * 4 + d, c * 4 + d);
+            evt_pr(o, "        }\n");
+            int te = p->call[c].trigger_edge;
+            if (te >= 0) {
+                const evt_edge *t = &call->edges[te];
+                evt_pr(o, "        if (evt_trigger_owner(&C->tensors[%d], C->ev_dim[%d], v[0]) < 0) continue;\n",
+                       t->trigger->id, t->event->id * 4);
+            }
+            open_fors(o, call, e, "        ");
+            evt_pr(o, "        {\n");
+            elem_of(o, call, e, "          ", "continue;");
+            evt_pr(o, "          evt_add_relaxed(&H[elem - C->ev_base[%d]], 1);\n        }\n", ev);
+            close_fors(o, e, "        ");
+            evt_pr(o, "      }\n    }\n");
+        }
+    }
+    evt_pr(o, "    EVT_SYNC();\n    if (EVT_LEADER) {\n");
+    evt_pr(o, "        int64_t n = C->ev_base[%d] - C->ev_base[%d];\n", ev + 1, ev);
+    evt_pr(o, "        for (int64_t x = 0; x < n; x++) {\n");
+    evt_pr(o, "            int32_t h = evt_load_relaxed(&H[x]);\n            evt_store_relaxed(&H[x], 0);\n");
+    evt_pr(o, "            if (evt_signal(C, W, C->ev_base[%d] + x, EVT_DATA_TARGET - h)) {%s}\n", ev,
+           p->ev[ev].ntrigger_consumers ? "" : " ");
+    if (p->ev[ev].ntrigger_consumers)
+        evt_pr(o, "                evt_trig_%d(C, W, x);\n", ev);
+    evt_pr(o, "        }\n    }\n    EVT_SYNC();\n}\n\n");
+}
+
+static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_target tgt)
+{
+    const evt_call_plan *cp = &p->call[c->id];
+    const evt_tile_decl *decl = cp->decl;
+    int K = c->id;
+    evt_pr(o, "/* call %s = %s over rank %d */\n", c->name, c->op, c->rank);
+    evt_pr(o, "EVT_NOINLINE void evt_call_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext)\n{\n", K);
+    evt_pr(o, "    int64_t v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
+    decode(o, c, "qext");
+    evt_pr(o, "    if (");
+    for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= C->ext[%d]", k ? " || " : "", k, K * 4 + k);
+    evt_pr(o, ") return; /* guard: outside the bound shape */\n");
+    evt_pr(o, "    int64_t task = ");
+    linear_task(o, c);
+    evt_pr(o, ";\n    if (EVT_LEADER) { W->task = task; W->skip = 0; }\n");
+    /* arguments */
+    evt_pr(o, "    evt_task_args A;\n    A.ncoord = %d; A.worker = W->id;\n", c->rank);
+    evt_pr(o, "    for (int k = 0; k < 4; k++) { A.coord[k] = k < %d ? v[k] : 0; A.grid[k] = C->ext[%d + k]; }\n", c->rank, K * 4);
+    int nt = 0, ni = 0;
+    for (int a = 0; a < c->nargs; a++) {
+        if (c->args[a].kind == EVT_ARG_TENSOR) {
+            evt_pr(o, "    A.t[%d] = C->tensors[%d];\n", nt++, c->args[a].tensor->id);
+        } else {
+            evt_pr(o, "    A.iarg[%d] = ", ni++);
+            expr(o, c->args[a].value, K);
+            evt_pr(o, ";\n");
+        }
+    }
+    evt_pr(o, "    A.ntensors = %d; A.nints = %d;\n", nt, ni);
+    if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA)
+        evt_pr(o, "    %s_prefetch_cuda(&A); /* weights do not depend on the waits */\n", decl->name);
+    /* waits */
+    evt_pr(o, "    EVT_SYNC();\n    if (EVT_LEADER) {\n");
+    for (int k = 0; k < c->nedges; k++) {
+        const evt_edge *e = &c->edges[k];
+        if (e->kind != EVT_WAIT) continue;
+        int ev = e->event->id;
+        if (e->trigger) {
+            evt_pr(o, "      { /* wait %s trigger %s */\n", e->event->name, e->trigger->name);
+            evt_pr(o, "        int64_t x = evt_trigger_owner(&C->tensors[%d], C->ev_dim[%d], v[0]);\n", e->trigger->id, ev * 4);
+            evt_pr(o, "        if (x < 0) { W->skip = 2; goto waits_done; } /* no such task for this data */\n");
+            evt_pr(o, "        if (evt_wait(C, W, %d, %d, C->ev_base[%d] + x)) { W->skip = 1; goto waits_done; } }\n", K, ev, ev);
+            continue;
+        }
+        evt_pr(o, "      { /* wait %s */\n", e->event->name);
+        open_fors(o, c, e, "        ");
+        elem_of(o, c, e, "        ", "W->skip = 1; goto waits_done;");
+        evt_pr(o, "        if (evt_wait(C, W, %d, %d, elem)) { W->skip = 1; goto waits_done; }\n", K, ev);
+        close_fors(o, e, "        ");
+        evt_pr(o, "      }\n");
+    }
+    evt_pr(o, "    waits_done:;\n    }\n    EVT_SYNC();\n    if (W->skip) return;\n");
+    evt_pr(o, "    evt_trace_start(C, W, task);\n");
+    if (tgt == EVT_TARGET_C)
+        evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&A);\n", cp->op_index);
+    else
+        evt_pr(o, "    %s_cuda(&A);\n", decl ? decl->name : c->op);
+    evt_pr(o, "    EVT_SYNC();\n");
+    if (cp->narm) {
+        int64_t dummy = 0; (void)dummy;
+        evt_pr(o, "    /* last task of %s arms the events whose counts depend on its outputs */\n", c->name);
+        evt_pr(o, "    if (EVT_LEADER) {\n        int64_t n = 1;\n");
+        evt_pr(o, "        for (int k = 0; k < %d; k++) n *= C->ext[%d + k];\n", c->rank, K * 4);
+        evt_pr(o, "        W->arm = evt_add_acq_rel(&C->arm_done[%d], 1) + 1 == n;\n    }\n    EVT_SYNC();\n", K);
+        evt_pr(o, "    if (W->arm) {\n");
+        for (int a = 0; a < cp->narm; a++) evt_pr(o, "        evt_arm_%d(C, W);\n", cp->arm[a]);
+        evt_pr(o, "    }\n");
+    }
+    evt_pr(o, "    if (EVT_LEADER) {\n        evt_chaos(C, W); /* chaos: delay before notifies */\n");
+    for (int k = 0; k < c->nedges; k++) {
+        const evt_edge *e = &c->edges[k];
+        if (e->kind != EVT_NOTIFY) continue;
+        int ev = e->event->id;
+        evt_pr(o, "      { /* notify %s */\n", e->event->name);
+        open_fors(o, c, e, "        ");
+        elem_of(o, c, e, "        ", "return;");
+        if (p->ev[ev].ntrigger_consumers)
+            evt_pr(o, "        if (evt_signal(C, W, elem, 1)) evt_trig_%d(C, W, elem - C->ev_base[%d]);\n", ev, ev);
+        else
+            evt_pr(o, "        evt_signal(C, W, elem, 1);\n");
+        close_fors(o, e, "        ");
+        evt_pr(o, "      }\n");
+    }
+    evt_pr(o, "    }\n    evt_trace_end(C, task);\n}\n\n");
+}
+
+evt_status evt_emit_program(const evt_plan *p, evt_printer *o, evt_target tgt, evt_diag *d)
+{
+    const evt_graph *g = p->g;
+    (void)max_for;
+    for (int c = 0; c < g->ncalls; c++)
+        if (!p->call[c].decl)
+            return evt_diag_error(d, EVT_ERR_VERIFY, g->calls[c]->loc, "call %s: unknown operator %s", g->calls[c]->name, g->calls[c]->op);
+    evt_pr(o, "/* Generated by evtc: the persistent megakernel of one Event Tensor program.\n");
+    evt_pr(o, " * %d calls, %d events, %d tensors. Do not edit; regenerate. */\n", g->ncalls, g->nevents, g->ntensors);
+    evt_pr(o, "#include \"device/evt_device.h\"\n");
+    if (tgt == EVT_TARGET_CUDA) {
+        for (int i = 0; i < p->nops; i++) {
+            int seen = 0;
+            for (int j = 0; j < i; j++) seen |= !strcmp(p->ops[j]->cuda_header, p->ops[i]->cuda_header);
+            if (!seen) evt_pr(o, "#include \"%s\"\n", p->ops[i]->cuda_header);
+        }
+    }
+    evt_pr(o, "#include \"device/evt_maps.h\"\n\n");
+    for (int ev = 0; ev < g->nevents; ev++)
+        if (p->ev[ev].ntrigger_consumers) emit_trigger_credit(o, p, ev);
+    for (int ev = 0; ev < g->nevents; ev++)
+        if (p->ev[ev].kind == EVT_COUNT_DATA) emit_arm(o, p, ev);
+    for (int c = 0; c < g->ncalls; c++) emit_call(o, p, g->calls[c], tgt);
+    evt_pr(o, "EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext)\n{\n");
+    evt_pr(o, "    switch (call) {\n");
+    for (int c = 0; c < g->ncalls; c++) evt_pr(o, "    case %d: evt_call_%d(C, W, lin, qext); break;\n", c, c);
+    evt_pr(o, "    default: break;\n    }\n}\n\n");
+    evt_pr(o, "EVT_DEV void evt_arm_inputs(const evt_ctx *C, evt_worker *W)\n{\n    (void)C; (void)W;\n");
+    for (int i = 0; i < p->narm_inputs; i++) evt_pr(o, "    evt_arm_%d(C, W);\n", p->arm_inputs[i]);
+    evt_pr(o, "}\n\n#include \"device/evt_loop.h\"\n\n");
+    return EVT_OK;
+}

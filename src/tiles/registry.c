@@ -1,0 +1,74 @@
+/* registry.c — the table of tile operators: built-ins and user-registered.
+ * Each entry is the single declaration both targets use (evt/tiles.h). */
+#include <string.h>
+#include <time.h>
+#include "tiles/tiles_cpu.h"
+
+#define IN(n, t, r) {n, EVT_PARAM_IN, t, r}
+#define OUT(n, t, r) {n, EVT_PARAM_OUT, t, r}
+#define INT(n) {n, EVT_PARAM_INT, 0, 0}
+
+static const evt_tile_decl builtins[] = {
+    {"rowsum_partial", "P[i*tile+r, j] = sum of A[i*tile+r, j*tile .. +tile)", 3,
+     {IN("A", EVT_F32, 2), OUT("P", EVT_F32, 2), INT("tile")}, evt_tile_rowsum_partial, "tiles/rowsum.cuh", 128, 0, 0},
+    {"rowsum_final", "C[i*tile+r] = sum over j of P[i*tile+r, j]", 3,
+     {IN("P", EVT_F32, 2), OUT("C", EVT_F32, 1), INT("tile")}, evt_tile_rowsum_final, "tiles/rowsum.cuh", 128, 0, 0},
+    {"gemm_f32", "C tile (mi, ni) of A @ B, tiles tm x tn", 5,
+     {IN("A", EVT_F32, 2), IN("B", EVT_F32, 2), OUT("C", EVT_F32, 2), INT("tm"), INT("tn")},
+     evt_tile_gemm_f32, "tiles/gemm.cuh", 128, 0, 1},
+    {"spin", "busy-wait ns (x factor every `every` tasks), Y[lin] = 1 + lin + sum X[lin*fan..+fan)", 6,
+     {IN("X", EVT_F32, 1), OUT("Y", EVT_F32, 1), INT("ns"), INT("fan"), INT("every"), INT("factor")},
+     evt_tile_spin, "tiles/spin.cuh", 32, 0, 0},
+    {"chain_step", "X[i] = X[i - dir] + 1 (1 at the chain's start); dir = +1 or -1", 2,
+     {{"X", EVT_PARAM_INOUT, EVT_F32, 1}, INT("dir")}, evt_tile_chain_step, "tiles/spin.cuh", 32, 0, 0},
+    {"moe_route", "router: top-K experts per token, softmax weights, grouping index", 7,
+     {IN("x", EVT_F32, 2), IN("wg", EVT_F32, 2), OUT("topk", EVT_I32, 2), OUT("topw", EVT_F32, 2),
+      OUT("indptr", EVT_I32, 1), OUT("pos", EVT_I32, 2), OUT("row_tok", EVT_I32, 1)},
+     evt_tile_moe_route, "tiles/moe.cuh", 128, 0, 0},
+    {"moe_index", "grouping index from a given routing topk", 4,
+     {IN("topk", EVT_I32, 2), OUT("indptr", EVT_I32, 1), OUT("pos", EVT_I32, 2), OUT("row_tok", EVT_I32, 1)},
+     evt_tile_moe_index, "tiles/moe.cuh", 32, 0, 0},
+    {"moe_group", "xg[pos[t, k]] = x[t]", 3,
+     {IN("x", EVT_F32, 2), IN("pos", EVT_I32, 2), OUT("xg", EVT_F32, 2)}, evt_tile_moe_group, "tiles/moe.cuh", 128, 0, 0},
+    {"moe_expert", "yg[r] = xg[r] @ w[expert of row r]", 4,
+     {IN("xg", EVT_F32, 2), IN("w", EVT_F32, 3), IN("indptr", EVT_I32, 1), OUT("yg", EVT_F32, 2)},
+     evt_tile_moe_expert, "tiles/moe.cuh", 128, 0, 0},
+    {"moe_combine", "y[t] = sum over k of topw[t, k] * yg[pos[t, k]]", 4,
+     {IN("yg", EVT_F32, 2), IN("pos", EVT_I32, 2), IN("topw", EVT_F32, 2), OUT("y", EVT_F32, 2)},
+     evt_tile_moe_combine, "tiles/moe.cuh", 128, 0, 0},
+};
+#define NBUILTIN ((int)(sizeof builtins / sizeof builtins[0]))
+
+#define MAX_USER 64
+static evt_tile_decl user[MAX_USER];
+static int nuser;
+
+const evt_tile_decl *evt_tile_at(int i)
+{
+    if (i < 0) return NULL;
+    if (i < NBUILTIN) return &builtins[i];
+    if (i - NBUILTIN < nuser) return &user[i - NBUILTIN];
+    return NULL;
+}
+
+const evt_tile_decl *evt_tile_find(const char *name)
+{
+    for (int i = 0; evt_tile_at(i); i++)
+        if (!strcmp(evt_tile_at(i)->name, name)) return evt_tile_at(i);
+    return NULL;
+}
+
+evt_status evt_tile_register(const evt_tile_decl *decl)
+{
+    if (!decl || !decl->name || evt_tile_find(decl->name) || nuser == MAX_USER || decl->nparams > EVT_MAX_ARGS)
+        return EVT_ERR_VERIFY;
+    user[nuser++] = *decl;
+    return EVT_OK;
+}
+
+uint64_t evt_tile_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,17 @@
+/* tiles_cpu.h — C implementations of the built-in tile operators (internal).
+ * Each takes the tile ABI (evt_task_args) and computes one task. */
+#ifndef EVT_TILES_CPU_H
+#define EVT_TILES_CPU_H
+#include "evt/tiles.h"
+
+void evt_tile_rowsum_partial(const evt_task_args *a);
+void evt_tile_rowsum_final(const evt_task_args *a);
+void evt_tile_gemm_f32(const evt_task_args *a);
+void evt_tile_spin(const evt_task_args *a);
+void evt_tile_moe_route(const evt_task_args *a);
+void evt_tile_moe_index(const evt_task_args *a);
+void evt_tile_moe_group(const evt_task_args *a);
+void evt_tile_moe_expert(const evt_task_args *a);
+void evt_tile_moe_combine(const evt_task_args *a);
+void evt_tile_chain_step(const evt_task_args *a);
+#endif
