@@ -4,7 +4,7 @@
 #   make tsan     runtime tests under ThreadSanitizer (run by make test too)
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC
+CFLAGS  += -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC -DEVT_SRC_DIR_DEFAULT=\"$(CURDIR)/src\"
 LDLIBS  += -lm -lpthread -ldl -lcjson
 BUILD   := build
 
@@ -32,7 +32,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(BUILD)/libevtc.a
 	$(CC) $(CFLAGS) -Itests -rdynamic $< $(TEST_COMMON) $(BUILD)/libevtc.a -o $@ -lcmocka $(LDLIBS)
 
 # ThreadSanitizer build of the library and the runtime tests.
-TSAN_FLAGS := -O1 -g -fsanitize=thread -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC
+TSAN_FLAGS := -O1 -g -fsanitize=thread -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC -DEVT_SRC_DIR_DEFAULT=\"$(CURDIR)/src\"
 $(BUILD)/tsan/libevtc.a: $(LIB_SRC)
 	@mkdir -p $(BUILD)/tsan/obj
 	set -e; for f in $(LIB_SRC); do o=$(BUILD)/tsan/obj/$$(echo $$f | tr / _).o; \

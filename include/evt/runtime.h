@@ -26,6 +26,10 @@ const char *evt_backend_name(evt_backend b);
 
 typedef struct evt_module evt_module;
 
+/* 1 if a CUDA driver and at least one GPU can be used (loads the driver at
+ * run time; a build without CUDA still links and answers 0). */
+int evt_cuda_available(void);
+
 /* Compiles `g` (the module takes ownership) for a backend. CPU: emits C and
  * builds it with the system C compiler ($CC, default cc; extra flags in
  * $EVT_CFLAGS). CUDA: emits CUDA and builds a cubin with nvcc for sm_90a.
@@ -35,6 +39,8 @@ evt_status evt_module_build(evt_graph *g, evt_backend backend, const evt_compile
 /* Artifacts: a self-describing file (program text, code, metadata). */
 evt_status evt_module_save(evt_module *m, const char *path, evt_diag *d);
 evt_status evt_module_load(const char *path, evt_module **out, evt_diag *d);
+/* 1 if path starts with the artifact magic. */
+int evt_is_artifact(const char *path);
 void evt_module_free(evt_module *m);
 const evt_graph *evt_module_graph(const evt_module *m);
 evt_backend evt_module_backend(const evt_module *m);

@@ -84,13 +84,11 @@ static void decode(evt_printer *o, const evt_call *c, const char *ext)
 
 static void linear_task(evt_printer *o, const evt_call *c)
 {
-    evt_pr(o, "C->task_base[%d] + (", c->id);
-    for (int k = 0; k < c->rank; k++) {
-        if (k) evt_pr(o, ") * C->ext[%d] + (", c->id * 4 + k);
-        evt_pr(o, "v[%d]", k);
-    }
-    for (int k = 1; k < c->rank; k++) evt_pr(o, ")");
-    evt_pr(o, ")");
+    /* base + ((v0 * ext1 + v1) * ext2 + v2) ... */
+    evt_pr(o, "C->task_base[%d] + ", c->id);
+    for (int k = 1; k < c->rank; k++) evt_pr(o, "(");
+    evt_pr(o, "v[0]");
+    for (int k = 1; k < c->rank; k++) evt_pr(o, " * C->ext[%d] + v[%d])", c->id * 4 + k, k);
 }
 
 static int max_for(const evt_graph *g)

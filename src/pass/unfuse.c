@@ -52,9 +52,9 @@ evt_graph *evt_pass_unfuse(const evt_graph *src)
                 self |= call->edges[j].event == e->event && call->edges[j].kind != e->kind;
             if (e->trigger || self || (e->kind == EVT_NOTIFY && triggered[e->event->id])) { kept[n++] = *e; continue; }
             if (e->kind == EVT_NOTIFY) continue; /* replaced by the barrier */
-            for (int p = 0; p < nc && p < 256; p++)
-                for (int j = 0; j < g->calls[p]->nedges; j++)
-                    if (g->calls[p]->edges[j].kind == EVT_NOTIFY && g->calls[p]->edges[j].event == e->event) need[p] = 1;
+            for (int p = 0; p < nc && p < 256; p++) /* producers, as in the original program */
+                for (int j = 0; j < src->calls[p]->nedges; j++)
+                    if (src->calls[p]->edges[j].kind == EVT_NOTIFY && src->calls[p]->edges[j].event->id == e->event->id) need[p] = 1;
         }
         call->nedges = 0;
         for (int p = 0; p < nc && p < 256; p++)

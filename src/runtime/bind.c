@@ -1,0 +1,230 @@
+/* bind.c — binds a plan to a shape: counter targets by enumeration of the
+ * notify maps (declared counts win; data-dependent ones get EVT_DATA_TARGET),
+ * static queues (bucket or exact, verified deadlock-free), or the dynamic
+ * consumer lists, pending targets and seed tasks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "runtime/bind.h"
+#include "pass/taskgraph.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int evt_bucket_shape(const evt_graph *g, const int64_t *sym, int64_t *out)
+{
+    int differs = 0;
+    for (int i = 0; i < g->nsyms; i++) {
+        out[i] = sym[i];
+        const evt_sym *s = g->syms[i];
+        for (int b = 0; b < s->nbuckets; b++)
+            if (s->buckets[b] >= sym[i]) { out[i] = s->buckets[b]; break; }
+        differs |= out[i] != sym[i];
+    }
+    return differs;
+}
+
+static void count_elem(void *user, int64_t elem) { ((int32_t *)user)[elem]++; }
+
+typedef struct csr_fill { evt_bound *b; int pass; int64_t task; int64_t *fill; int occurrences; } csr_fill;
+static void cons_elem(void *user, int64_t elem)
+{
+    csr_fill *f = user;
+    if (f->b->target[elem] == 0) return; /* complete from the start */
+    f->occurrences++;
+    if (f->pass == 0) f->b->cons_off[elem + 1]++;
+    else f->b->cons[f->fill[elem]++] = (int32_t)f->task;
+}
+
+static evt_status bind_targets(const evt_plan *p, evt_bound *b, evt_diag *d)
+{
+    const evt_graph *g = p->g;
+    const evt_shape *s = &b->s;
+    b->target = calloc(s->ncounters + 1, sizeof(int32_t));
+    if (!b->target) return EVT_ERR_NOMEM;
+    evt_eval_env env = {.sym = s->sym};
+    for (int c = 0; c < g->ncalls; c++) {
+        const evt_call *call = g->calls[c];
+        int64_t n = s->task_base[c + 1] - s->task_base[c];
+        for (int k = 0; k < call->nedges; k++) {
+            const evt_edge *e = &call->edges[k];
+            int ev = e->event->id;
+            if (e->kind != EVT_NOTIFY || p->ev[ev].kind == EVT_COUNT_DATA || g->events[ev]->count) continue;
+            for (int64_t lin = 0; lin < n; lin++) {
+                int64_t coord[EVT_MAX_RANK], bad = 0;
+                evt_shape_decode(&s->ext[c * 4], call->rank, lin, coord);
+                if (evt_edge_elems(s, call, e, coord, &env, count_elem, b->target, &bad))
+                    return evt_diag_error(d, EVT_ERR_SHAPE, e->loc, "call %s: notify map on %s leaves the event at this shape (index %lld)",
+                                          call->name, e->event->name, (long long)bad);
+            }
+        }
+    }
+    for (int ev = 0; ev < g->nevents; ev++) {
+        const evt_event *e = g->events[ev];
+        for (int64_t x = s->ev_base[ev]; x < s->ev_base[ev + 1]; x++) {
+            if (p->ev[ev].kind == EVT_COUNT_DATA) { b->target[x] = EVT_DATA_TARGET; continue; }
+            if (!e->count) continue;
+            int64_t idx[EVT_MAX_RANK];
+            evt_shape_decode(&s->ev_dim[ev * 4], e->rank, x - s->ev_base[ev], idx);
+            evt_eval_env ee = {.sym = s->sym, .var = idx};
+            int err = 0;
+            int64_t v = evt_expr_eval(e->count, &ee, &err);
+            if (err || v < 0 || v >= EVT_DATA_TARGET)
+                return evt_diag_error(d, EVT_ERR_SHAPE, e->loc, "event %s: declared count %lld is invalid at this shape", e->name, (long long)v);
+            b->target[x] = (int32_t)v;
+        }
+    }
+    return EVT_OK;
+}
+
+static evt_status bind_dynamic(const evt_plan *p, evt_bound *b)
+{
+    const evt_graph *g = p->g;
+    const evt_shape *s = &b->s;
+    b->cons_off = calloc(s->ncounters + 2, sizeof(int64_t));
+    b->pend_target = calloc(s->ntasks + 1, sizeof(int32_t));
+    b->seeds = malloc((s->ntasks + 1) * sizeof(int32_t));
+    if (!b->cons_off || !b->pend_target || !b->seeds) return EVT_ERR_NOMEM;
+    evt_eval_env env = {0};
+    csr_fill f = {.b = b};
+    for (f.pass = 0; f.pass < 2; f.pass++) {
+        if (f.pass == 1) {
+            for (int64_t i = 0; i < s->ncounters; i++) b->cons_off[i + 1] += b->cons_off[i];
+            b->cons = malloc((b->cons_off[s->ncounters] + 1) * sizeof(int32_t));
+            f.fill = malloc((s->ncounters + 1) * sizeof(int64_t));
+            if (!b->cons || !f.fill) { free(f.fill); return EVT_ERR_NOMEM; }
+            memcpy(f.fill, b->cons_off, s->ncounters * sizeof(int64_t));
+        }
+        for (int c = 0; c < g->ncalls; c++) {
+            const evt_call *call = g->calls[c];
+            for (int64_t lin = 0; lin < s->task_base[c + 1] - s->task_base[c]; lin++) {
+                int64_t coord[EVT_MAX_RANK];
+                evt_shape_decode(&s->ext[c * 4], call->rank, lin, coord);
+                f.task = s->task_base[c] + lin;
+                f.occurrences = 0;
+                for (int k = 0; k < call->nedges; k++) {
+                    const evt_edge *e = &call->edges[k];
+                    if (e->kind != EVT_WAIT) continue;
+                    if (e->trigger) { f.occurrences++; continue; }
+                    evt_edge_elems(s, call, e, coord, &env, cons_elem, &f, NULL);
+                }
+                b->pend_target[f.task] = f.occurrences;
+            }
+        }
+    }
+    free(f.fill);
+    b->nseeds = 0;
+    for (int64_t t = 0; t < s->ntasks; t++)
+        if (b->pend_target[t] == 0) b->seeds[b->nseeds++] = (int32_t)t;
+    return EVT_OK;
+}
+
+evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched, int nworkers,
+                    evt_queue_policy policy, int exact_shape, evt_bound *b, evt_diag *d)
+{
+    double t0 = now_ms();
+    memset(b, 0, sizeof *b);
+    b->sched = sched;
+    b->nworkers = nworkers;
+    evt_status st = evt_shape_init(&b->s, p, sym, d);
+    if (st) return st;
+    st = bind_targets(p, b, d);
+    if (!st && sched == EVT_SCHED_DYNAMIC) st = bind_dynamic(p, b);
+    if (!st && sched != EVT_SCHED_DYNAMIC) {
+        int64_t *bsym = calloc(p->g->nsyms + 1, sizeof(int64_t));
+        int differs = evt_bucket_shape(p->g, sym, bsym) && !exact_shape;
+        st = evt_schedule_static(p, differs ? bsym : sym, nworkers, policy, &b->q, d);
+        if (!st && differs) {
+            b->bucket_used = 1;
+            st = evt_schedule_verify(p, sym, &b->q, d); /* restriction to the actual shape */
+        }
+        free(bsym);
+    }
+    b->state_len = 2 * b->s.ncounters + b->s.ntasks + p->g->ncalls + 2;
+    b->bind_ms = now_ms() - t0;
+    if (st) evt_bound_free(b);
+    return st;
+}
+
+void evt_bound_free(evt_bound *b)
+{
+    evt_shape_free(&b->s);
+    evt_static_sched_free(&b->q);
+    free(b->target); free(b->cons_off); free(b->cons); free(b->pend_target); free(b->seeds);
+    memset(b, 0, sizeof *b);
+}
+
+void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
+{
+    const evt_graph *g = b->s.p->g;
+    C->nsyms = g->nsyms; C->ncalls = g->ncalls; C->nevents = g->nevents; C->ntensors = g->ntensors;
+    C->sym = b->s.sym; C->ext = b->s.ext; C->task_base = b->s.task_base;
+    C->ev_base = b->s.ev_base; C->ev_dim = b->s.ev_dim;
+    C->ntasks = b->s.ntasks; C->ncounters = b->s.ncounters;
+    C->target = b->target;
+    C->nworkers = b->nworkers;
+    C->mode = b->sched == EVT_SCHED_DYNAMIC ? EVT_MODE_DYNAMIC : EVT_MODE_STATIC;
+    C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext;
+    C->cons_off = b->cons_off; C->cons = b->cons; C->pend_target = b->pend_target;
+    C->seeds = b->seeds; C->nseeds = b->nseeds;
+    C->state_len = b->state_len;
+}
+
+void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *counters, char *buf, size_t n)
+{
+    const evt_shape *s = &b->s;
+    const evt_graph *g = s->p->g;
+    char task[160] = "?";
+    if (e->task >= 0 && e->task < s->ntasks) evt_task_name(s, e->task, task, sizeof task);
+    switch (e->kind) {
+    case EVT_KERR_WAIT_TIMEOUT: {
+        int ev = e->event >= 0 && e->event < g->nevents ? e->event : 0;
+        int64_t idx[EVT_MAX_RANK] = {0};
+        evt_shape_decode(&s->ev_dim[ev * 4], g->events[ev]->rank, e->elem - s->ev_base[ev], idx);
+        char el[128];
+        int len = snprintf(el, sizeof el, "%s[", g->events[ev]->name);
+        for (int k = 0; k < g->events[ev]->rank && len < (int)sizeof el; k++)
+            len += snprintf(el + len, sizeof el - len, k ? ", %lld" : "%lld", (long long)idx[k]);
+        snprintf(el + len, sizeof el - len, "]");
+        long long obs = counters ? counters[e->elem] : e->observed;
+        if (e->target == EVT_DATA_TARGET)
+            snprintf(buf, n, "watchdog: task %s (worker %d) is stuck waiting on %s (data-dependent count; %s)",
+                     task, e->worker, el, obs < EVT_DATA_TARGET / 2 ? "never armed" : "armed, notifies missing");
+        else
+            snprintf(buf, n, "watchdog: task %s (worker %d) is stuck waiting on %s: %lld of %lld notifies arrived",
+                     task, e->worker, el, obs, (long long)e->target);
+        break;
+    }
+    case EVT_KERR_QUEUE_TIMEOUT: {
+        /* name one task that never became ready */
+        char stuck[160] = "none found";
+        if (counters && b->pend_target) {
+            const int32_t *pending = counters + s->ncounters;
+            for (int64_t t = 0; t < s->ntasks; t++)
+                if (pending[t] < b->pend_target[t] && pending[t] > 0) { evt_task_name(s, t, stuck, sizeof stuck); break; }
+        }
+        snprintf(buf, n, "watchdog: %lld tasks outstanding but none became ready (dynamic schedule); first waiting task: %s",
+                 (long long)e->observed, stuck);
+        break;
+    }
+    case EVT_KERR_BAD_INDEX:
+        if (e->event <= -1 && -1 - e->event < g->ntensors)
+            snprintf(buf, n, "bad index: task %s read %s with index %lld outside [0, %lld)", task,
+                     g->tensors[-1 - e->event]->name, (long long)e->elem, (long long)e->target);
+        else
+            snprintf(buf, n, "bad index: task %s computed %s index %lld outside [0, %lld)", task,
+                     e->event >= 0 && e->event < g->nevents ? g->events[e->event]->name : "?", (long long)e->elem,
+                     (long long)e->target);
+        break;
+    case EVT_KERR_QUEUE_FULL:
+        snprintf(buf, n, "internal: ready queue full pushing %s", task);
+        break;
+    default:
+        snprintf(buf, n, "kernel error %d", e->kind);
+    }
+}

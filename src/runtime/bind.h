@@ -1,0 +1,47 @@
+/* bind.h — a plan bound to one concrete shape (internal, target-independent).
+ *
+ * Everything a launch needs beyond the code: grid and event extents, task
+ * and counter numbering, counter targets, and either static queues or the
+ * dynamic consumer lists. Built on the host, cached per shape by the module;
+ * the CPU backend points the kernel at it, the CUDA backend uploads it once.
+ */
+#ifndef EVT_BIND_H
+#define EVT_BIND_H
+#include "pass/plan.h"
+#include "device/evt_ctx.h"
+
+typedef struct evt_bound {
+    evt_shape s;
+    evt_sched_kind sched;
+    int nworkers;
+    int32_t *target;          /* [ncounters] */
+    /* static */
+    evt_static_sched q;
+    int bucket_used;
+    /* dynamic */
+    int64_t *cons_off;        /* [ncounters+1] */
+    int32_t *cons;
+    int32_t *pend_target;     /* [ntasks] */
+    int32_t *seeds;
+    int64_t nseeds;
+    int64_t state_len;        /* int32 words of per-launch state */
+    double bind_ms;
+} evt_bound;
+
+/* Binds plan p at sym. Static schedules come from `cached` when given (a
+ * bucket schedule) — it is then re-verified at this shape — else are built. */
+evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched, int nworkers,
+                    evt_queue_policy policy, int exact_shape, evt_bound *out, evt_diag *d);
+void evt_bound_free(evt_bound *b);
+
+/* The shape a static schedule is built for: each bucketed symbol rounded up
+ * to its bucket. Returns 1 if that differs from sym. */
+int evt_bucket_shape(const evt_graph *g, const int64_t *sym, int64_t *out);
+
+/* Fills the parts of a ctx that come from the bound plan (host pointers). */
+void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C);
+
+/* Message for a kernel-reported error ("watchdog: task final(2) ..."). */
+void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *counters, char *buf, size_t n);
+
+#endif

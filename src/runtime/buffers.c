@@ -1,0 +1,214 @@
+/* buffers.c — host copies of a program's tensors at one shape: allocation,
+ * initialisation (zeros, const, seeded random, range, file), poisoning of
+ * everything else, comparison, and parsing of --set NAME=VALUE. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "evt/runtime.h"
+#include "runtime/half.h"
+
+struct evt_buffers {
+    int n;
+    void **data;
+    size_t *bytes;
+    int64_t (*dims)[EVT_MAX_RANK];
+};
+
+const char *evt_backend_name(evt_backend b) { return b == EVT_BACKEND_CUDA ? "cuda" : "cpu"; }
+
+evt_status evt_shape_parse(const evt_graph *g, int nsets, const char *const *sets, int64_t *sym, evt_diag *d)
+{
+    for (int i = 0; i < g->nsyms; i++) sym[i] = g->syms[i]->def;
+    for (int i = 0; i < nsets; i++) {
+        const char *eq = strchr(sets[i], '=');
+        if (!eq)
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "--set %s: expected NAME=VALUE", sets[i]);
+        char name[128];
+        size_t len = (size_t)(eq - sets[i]);
+        if (len >= sizeof name) len = sizeof name - 1;
+        memcpy(name, sets[i], len);
+        name[len] = 0;
+        const evt_sym *s = evt_graph_find_sym(g, name);
+        if (!s) return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "--set %s: unknown symbol '%s'", sets[i], name);
+        errno = 0;
+        char *end;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (eq[1] == 0 || *end || errno)
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "--set %s: '%s' is not an integer", sets[i], eq + 1);
+        if (v < 0)
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "--set %s: symbol values cannot be negative", sets[i]);
+        if (v < s->lo || v > s->hi)
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "--set %s: %s must be in [%lld, %lld]", sets[i], name,
+                                  (long long)s->lo, (long long)s->hi);
+        sym[s->id] = v;
+    }
+    return EVT_OK;
+}
+
+/* splitmix64: a small, well-mixed generator, the same on every platform */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void store(void *p, evt_dtype t, int64_t i, double v)
+{
+    switch (t) {
+    case EVT_F32: ((float *)p)[i] = (float)v; break;
+    case EVT_BF16: ((uint16_t *)p)[i] = evt_f32_to_bf16((float)v); break;
+    case EVT_F16: ((uint16_t *)p)[i] = evt_f32_to_f16((float)v); break;
+    case EVT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case EVT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case EVT_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    default: break;
+    }
+}
+
+static int is_int(evt_dtype t) { return t == EVT_I32 || t == EVT_I64 || t == EVT_U8; }
+
+static evt_status init_tensor(const evt_tensor *t, void *p, int64_t n, size_t bytes, uint64_t seed, int poison, evt_diag *d)
+{
+    const evt_init *in = &t->init;
+    switch (in->kind) {
+    case EVT_INIT_NONE: memset(p, poison, bytes); break;
+    case EVT_INIT_ZEROS: memset(p, 0, bytes); break;
+    case EVT_INIT_CONST: for (int64_t i = 0; i < n; i++) store(p, t->dtype, i, in->value); break;
+    case EVT_INIT_RANGE: for (int64_t i = 0; i < n; i++) store(p, t->dtype, i, (double)i); break;
+    case EVT_INIT_RANDOM: {
+        uint64_t s = in->seed * 0x100000001b3ull ^ seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)t->id;
+        double lo = in->lo, hi = in->hi;
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t r = mix(&s);
+            if (is_int(t->dtype)) {
+                int64_t span = (int64_t)hi - (int64_t)lo;
+                store(p, t->dtype, i, span > 0 ? (double)((int64_t)lo + (int64_t)(r % (uint64_t)span)) : lo);
+            } else {
+                store(p, t->dtype, i, lo + (hi - lo) * ((r >> 11) * 0x1.0p-53));
+            }
+        }
+        break;
+    }
+    case EVT_INIT_FILE: {
+        FILE *f = fopen(in->path, "rb");
+        if (!f) return evt_diag_error(d, EVT_ERR_IO, t->loc, "tensor %s: cannot open %s", t->name, in->path);
+        size_t got = fread(p, 1, bytes, f);
+        int extra = fgetc(f) != EOF;
+        fclose(f);
+        if (got != bytes || extra)
+            return evt_diag_error(d, EVT_ERR_IO, t->loc, "tensor %s: %s holds %s bytes, expected exactly %zu", t->name, in->path,
+                                  extra ? "more than" : "fewer", bytes);
+        break;
+    }
+    }
+    return EVT_OK;
+}
+
+evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed, int poison,
+                           evt_buffers **out, evt_diag *d)
+{
+    evt_buffers *b = calloc(1, sizeof *b);
+    if (!b) return EVT_ERR_NOMEM;
+    b->n = g->ntensors;
+    b->data = calloc(b->n + 1, sizeof(void *));
+    b->bytes = calloc(b->n + 1, sizeof(size_t));
+    b->dims = calloc(b->n + 1, sizeof *b->dims);
+    if (!b->data || !b->bytes || !b->dims) { evt_buffers_free(b); return EVT_ERR_NOMEM; }
+    evt_eval_env env = {.sym = sym};
+    for (int i = 0; i < g->ntensors; i++) {
+        const evt_tensor *t = g->tensors[i];
+        int64_t n = 1;
+        int err = 0;
+        for (int k = 0; k < EVT_MAX_RANK; k++) {
+            int64_t v = k < t->rank ? evt_expr_eval(t->shape[k], &env, &err) : 1;
+            if (v < 0 || err) {
+                evt_buffers_free(b);
+                return evt_diag_error(d, EVT_ERR_SHAPE, t->loc, "tensor %s has a negative or undefined extent at this shape", t->name);
+            }
+            b->dims[i][k] = v;
+            n *= v;
+        }
+        if (n > (int64_t)1 << 34) {
+            evt_buffers_free(b);
+            return evt_diag_error(d, EVT_ERR_SHAPE, t->loc, "tensor %s is too large (%lld elements)", t->name, (long long)n);
+        }
+        b->bytes[i] = (size_t)n * evt_dtype_size(t->dtype);
+        b->data[i] = malloc(b->bytes[i] + 16);
+        if (!b->data[i]) { evt_buffers_free(b); return evt_diag_error(d, EVT_ERR_NOMEM, t->loc, "out of memory for %s", t->name); }
+        evt_status st = init_tensor(t, b->data[i], n, b->bytes[i], seed, poison, d);
+        if (st) { evt_buffers_free(b); return st; }
+    }
+    *out = b;
+    return EVT_OK;
+}
+
+void evt_buffers_free(evt_buffers *b)
+{
+    if (!b) return;
+    for (int i = 0; i < b->n && b->data; i++) free(b->data[i]);
+    free(b->data); free(b->bytes); free(b->dims);
+    free(b);
+}
+
+void *evt_buffers_data(evt_buffers *b, int tensor, size_t *bytes)
+{
+    if (bytes) *bytes = b->bytes[tensor];
+    return b->data[tensor];
+}
+
+const int64_t *evt_buffers_dims(const evt_buffers *b, int tensor) { return b->dims[tensor]; }
+
+static double load(const void *p, evt_dtype t, int64_t i)
+{
+    switch (t) {
+    case EVT_F32: return ((const float *)p)[i];
+    case EVT_BF16: return evt_bf16_to_f32(((const uint16_t *)p)[i]);
+    case EVT_F16: return evt_f16_to_f32(((const uint16_t *)p)[i]);
+    case EVT_I32: return ((const int32_t *)p)[i];
+    case EVT_I64: return (double)((const int64_t *)p)[i];
+    case EVT_U8: return ((const uint8_t *)p)[i];
+    default: return 0;
+    }
+}
+
+int evt_buffers_compare(const evt_graph *g, evt_buffers *a, evt_buffers *b, double rtol, evt_printer *report)
+{
+    int bad = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        const evt_tensor *t = g->tensors[i];
+        if (t->role != EVT_OUTPUT) continue;
+        if (a->bytes[i] != b->bytes[i]) { bad++; evt_pr(report, "%s: sizes differ\n", t->name); continue; }
+        if (rtol == 0) {
+            if (memcmp(a->data[i], b->data[i], a->bytes[i])) {
+                int64_t n = (int64_t)(a->bytes[i] / evt_dtype_size(t->dtype)), first = -1, count = 0;
+                int es = evt_dtype_size(t->dtype);
+                for (int64_t k = 0; k < n; k++)
+                    if (memcmp((char *)a->data[i] + k * es, (char *)b->data[i] + k * es, es)) { if (first < 0) first = k; count++; }
+                evt_pr(report, "%s: %lld of %lld elements differ bitwise; first at %lld: %.9g vs %.9g\n", t->name,
+                       (long long)count, (long long)n, (long long)first, load(a->data[i], t->dtype, first),
+                       load(b->data[i], t->dtype, first));
+                bad++;
+            }
+            continue;
+        }
+        int64_t n = (int64_t)(a->bytes[i] / evt_dtype_size(t->dtype));
+        double maxerr = 0, maxref = 0;
+        int nan = 0;
+        for (int64_t k = 0; k < n; k++) {
+            double x = load(a->data[i], t->dtype, k), y = load(b->data[i], t->dtype, k);
+            if (isnan(x) != isnan(y)) nan = 1;
+            if (fabs(x - y) > maxerr) maxerr = fabs(x - y);
+            if (fabs(y) > maxref) maxref = fabs(y);
+        }
+        double rel = maxref > 0 ? maxerr / maxref : maxerr;
+        if (nan || rel > rtol) {
+            evt_pr(report, "%s: relative error %.3g exceeds %.3g%s\n", t->name, rel, rtol, nan ? " (NaN mismatch)" : "");
+            bad++;
+        }
+    }
+    return bad;
+}

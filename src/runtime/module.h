@@ -1,0 +1,72 @@
+/* module.h — what a loaded module holds, and the backend interface that the
+ * CPU (cpu.c) and CUDA (cuda.c) runtimes implement (internal).
+ *
+ * A module has up to two variants of the same program: 0 = the compiled
+ * program (fine-grained events), 1 = its unfused ablation (evt_pass_unfuse).
+ * Each variant has its own plan and code. Bound shapes are cached per
+ * (variant, symbols, schedule, workers, policy, exact).
+ */
+#ifndef EVT_MODULE_H
+#define EVT_MODULE_H
+#include "evt/runtime.h"
+#include "runtime/bind.h"
+
+typedef struct evt_variant {
+    evt_graph *g;
+    evt_plan *p;
+    char *source;         /* generated C or CUDA */
+    void *code;           /* shared object bytes or cubin */
+    size_t code_len;
+    void *handle;         /* backend: dlopen handle / CUmodule */
+    void *entry;          /* backend: worker entry / CUfunction */
+    char tmpdir[256];     /* CPU: where the .so lives while loaded */
+} evt_variant;
+
+#define EVT_BIND_CACHE 16
+typedef struct evt_bind_entry {
+    int used, variant;
+    int64_t *sym;
+    evt_sched_kind sched;
+    int nworkers, policy, exact;
+    evt_bound b;
+    void *dev;            /* backend copy of the bound data (CUDA) */
+    uint64_t last_use;
+} evt_bind_entry;
+
+struct evt_module {
+    evt_backend backend;
+    char *program;        /* normalised program text (for artifacts) */
+    evt_compile_opts copts;
+    evt_variant var[2];
+    evt_bind_entry cache[EVT_BIND_CACHE];
+    uint64_t tick;
+    void *rt;             /* backend runtime state (buffers, ring, device) */
+};
+
+typedef struct evt_backend_ops {
+    /* source -> code bytes (compiles: only evt_module_build calls it) */
+    evt_status (*build)(evt_module *m, evt_variant *v, evt_diag *d);
+    /* code bytes -> loaded handle/entry (never compiles) */
+    evt_status (*load)(evt_module *m, evt_variant *v, evt_diag *d);
+    evt_status (*launch)(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *b,
+                         const evt_run_opts *o, evt_run_stats *st, evt_diag *d);
+    int (*default_workers)(evt_module *m, const evt_run_opts *o);
+    void (*unload)(evt_module *m, evt_variant *v);
+    void (*release)(evt_module *m);            /* frees m->rt */
+    void (*drop_bound)(evt_module *m, evt_bind_entry *be);
+} evt_backend_ops;
+
+extern const evt_backend_ops evt_cpu_backend;
+extern const evt_backend_ops evt_cuda_backend;
+
+/* Compiles a graph's variant: plan + generated source (module.c). */
+evt_status evt_variant_prepare(evt_module *m, evt_variant *v, evt_graph *g, evt_diag *d);
+
+/* Chrome trace JSON from per-task timestamps (trace.c). */
+evt_status evt_trace_write(const char *path, const evt_bound *b, const uint64_t *ts, const int32_t *worker,
+                           const char *label, evt_diag *d);
+
+/* Directory of the device and tile headers generated code includes. */
+const char *evt_src_dir(void);
+
+#endif

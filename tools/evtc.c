@@ -1,0 +1,310 @@
+/* evtc.c — the command-line tool.
+ *
+ *   evtc check FILE [--counts]                 verify; exit 0 or diagnostics + 1
+ *   evtc dump FILE                             the normalised program
+ *   evtc schedule FILE [--set N=V]... [--workers N] [--policy rr|cp]
+ *   evtc compile FILE --target c|cuda -o OUT [--emit SRC]
+ *   evtc run FILE|ARTIFACT [--set N=V]... [--backend cpu|cuda|auto]
+ *            [--sched static|dynamic|unfused] [--policy rr|cp] [--workers N]
+ *            [--seed S] [--check] [--trace OUT.json] [--timeout SEC]
+ *            [--chaos SEED] [--exact] [--repeat N] [--trust-counts]
+ * Exit codes: 0 success, 1 failure (diagnostics, check failed, runtime
+ * error), 2 bad command line or bad values (unknown symbol, out of bounds...).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "evt/evt.h"
+#include "pass/plan.h"
+#include "pass/taskgraph.h"
+
+#define MAX_SETS 64
+
+typedef struct cli {
+    const char *cmd, *file, *out, *emit, *trace, *target;
+    const char *sets[MAX_SETS];
+    int nsets;
+    evt_backend backend;
+    int backend_auto;
+    evt_run_opts run;
+    evt_compile_opts copts;
+    uint64_t seed;
+    int check, counts, repeat;
+} cli;
+
+static int usage(const char *msg)
+{
+    if (msg) fprintf(stderr, "evtc: %s\n", msg);
+    fprintf(stderr,
+            "usage: evtc check FILE [--counts]\n"
+            "       evtc dump FILE\n"
+            "       evtc schedule FILE [--set NAME=VALUE]... [--workers N] [--policy rr|cp]\n"
+            "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE]\n"
+            "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
+            "                [--sched static|dynamic|unfused] [--policy rr|cp] [--workers N] [--seed S]\n"
+            "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
+            "                [--repeat N] [--trust-counts]\n");
+    return 2;
+}
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_args(int argc, char **argv, cli *c)
+{
+    memset(c, 0, sizeof *c);
+    c->repeat = 1;
+    if (argc < 3) return usage(argc < 2 ? NULL : "missing FILE");
+    c->cmd = argv[1];
+    c->file = argv[2];
+    for (int i = 3; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long n;
+#define NEED() do { if (!v) { fprintf(stderr, "evtc: %s needs a value\n", a); return 2; } i++; } while (0)
+        if (!strcmp(a, "--set")) { NEED(); if (c->nsets == MAX_SETS) return usage("too many --set"); c->sets[c->nsets++] = v; }
+        else if (!strncmp(a, "--set=", 6)) { if (c->nsets == MAX_SETS) return usage("too many --set"); c->sets[c->nsets++] = a + 6; }
+        else if (!strcmp(a, "--workers")) { NEED(); if (!parse_int(v, 1, 4096, &n)) { fprintf(stderr, "evtc: --workers %s: expected an integer in [1, 4096]\n", v); return 2; } c->run.workers = (int)n; }
+        else if (!strcmp(a, "--workers-per-sm")) { NEED(); if (!parse_int(v, 1, 32, &n)) { fprintf(stderr, "evtc: --workers-per-sm %s: expected 1..32\n", v); return 2; } c->run.workers_per_sm = (int)n; }
+        else if (!strcmp(a, "--policy")) { NEED(); if (!strcmp(v, "rr")) c->run.policy = EVT_QUEUE_RR; else if (!strcmp(v, "cp")) c->run.policy = EVT_QUEUE_CP; else { fprintf(stderr, "evtc: --policy %s: expected rr or cp\n", v); return 2; } }
+        else if (!strcmp(a, "--sched")) { NEED(); if (!strcmp(v, "static")) c->run.sched = EVT_SCHED_STATIC; else if (!strcmp(v, "dynamic")) c->run.sched = EVT_SCHED_DYNAMIC; else if (!strcmp(v, "unfused")) c->run.sched = EVT_SCHED_UNFUSED; else { fprintf(stderr, "evtc: --sched %s: expected static, dynamic or unfused\n", v); return 2; } }
+        else if (!strcmp(a, "--backend")) { NEED(); if (!strcmp(v, "cpu")) c->backend = EVT_BACKEND_CPU; else if (!strcmp(v, "cuda")) c->backend = EVT_BACKEND_CUDA; else if (!strcmp(v, "auto")) c->backend_auto = 1; else { fprintf(stderr, "evtc: --backend %s: expected cpu, cuda or auto\n", v); return 2; } }
+        else if (!strcmp(a, "--target")) { NEED(); if (strcmp(v, "c") && strcmp(v, "cuda")) { fprintf(stderr, "evtc: --target %s: expected c or cuda\n", v); return 2; } c->target = v; }
+        else if (!strcmp(a, "--seed")) { NEED(); if (!parse_int(v, 0, 1LL << 62, &n)) { fprintf(stderr, "evtc: --seed %s: expected a non-negative integer\n", v); return 2; } c->seed = (uint64_t)n; }
+        else if (!strcmp(a, "--chaos")) { NEED(); if (!parse_int(v, 1, 0xffffffffLL, &n)) { fprintf(stderr, "evtc: --chaos %s: expected a positive integer seed\n", v); return 2; } c->run.chaos = (uint32_t)n; }
+        else if (!strcmp(a, "--timeout")) { NEED(); char *e; double t = strtod(v, &e); if (*e || t <= 0 || t > 3600) { fprintf(stderr, "evtc: --timeout %s: expected seconds in (0, 3600]\n", v); return 2; } c->run.timeout_s = t; }
+        else if (!strcmp(a, "--repeat")) { NEED(); if (!parse_int(v, 1, 1000000, &n)) { fprintf(stderr, "evtc: --repeat %s: expected 1..1000000\n", v); return 2; } c->repeat = (int)n; }
+        else if (!strcmp(a, "--trace")) { NEED(); c->trace = v; }
+        else if (!strcmp(a, "-o")) { NEED(); c->out = v; }
+        else if (!strcmp(a, "--emit")) { NEED(); c->emit = v; }
+        else if (!strcmp(a, "--check")) c->check = 1;
+        else if (!strcmp(a, "--counts")) c->counts = 1;
+        else if (!strcmp(a, "--exact")) c->run.exact_shape = 1;
+        else if (!strcmp(a, "--trust-counts")) c->copts.trust_counts = 1;
+        else if (!strcmp(a, "--no-fuse")) c->copts.no_fuse = 1;
+        else { fprintf(stderr, "evtc: unknown option %s\n", a); return usage(NULL); }
+    }
+    c->run.trace_path = c->trace;
+    return 0;
+}
+
+static int report(evt_diag *d)
+{
+    if (d->text) fputs(d->text, stderr);
+    return 1;
+}
+
+static evt_graph *load_graph(const char *path, evt_diag *d)
+{
+    return evt_parse_file(path, d);
+}
+
+static int cmd_check(cli *c)
+{
+    evt_diag d;
+    evt_diag_init(&d, c->file);
+    evt_graph *g = load_graph(c->file, &d);
+    int rc = 0;
+    evt_plan *p = NULL;
+    if (!g || evt_compile(g, &c->copts, &p, &d)) rc = report(&d);
+    else if (c->counts) {
+        evt_printer pr = {0};
+        evt_plan_print_counts(&pr, p);
+        if (pr.buf) fputs(pr.buf, stdout);
+        evt_pr_free(&pr);
+    }
+    evt_plan_free(p);
+    evt_graph_free(g);
+    evt_diag_free(&d);
+    return rc;
+}
+
+static int cmd_dump(cli *c)
+{
+    evt_diag d;
+    evt_diag_init(&d, c->file);
+    evt_graph *g = load_graph(c->file, &d);
+    if (!g) { report(&d); evt_diag_free(&d); return 1; }
+    evt_printer pr = {0};
+    evt_print_graph(&pr, g);
+    if (pr.buf) fputs(pr.buf, stdout);
+    evt_pr_free(&pr);
+    evt_graph_free(g);
+    evt_diag_free(&d);
+    return 0;
+}
+
+static int cmd_schedule(cli *c)
+{
+    evt_diag d;
+    evt_diag_init(&d, c->file);
+    evt_graph *g = load_graph(c->file, &d);
+    evt_plan *p = NULL;
+    int rc = 0;
+    if (!g || evt_compile(g, &c->copts, &p, &d)) { rc = report(&d); goto out; }
+    int64_t sym[256];
+    if (g->nsyms > 256 || evt_shape_parse(g, c->nsets, c->sets, sym, &d)) { report(&d); rc = 2; goto out; }
+    int workers = c->run.workers ? c->run.workers : 4;
+    evt_static_sched q;
+    evt_status st = evt_schedule_static(p, sym, workers, c->run.policy, &q, &d);
+    if (st) {
+        report(&d);
+        printf("deadlock-free: no (schedule rejected)\n");
+        rc = 1;
+        goto out;
+    }
+    evt_shape s;
+    if (evt_shape_init(&s, p, sym, &d)) { rc = report(&d); evt_static_sched_free(&q); goto out; }
+    printf("# static schedule: %lld tasks on %d workers, policy %s, shape", (long long)s.ntasks, workers,
+           c->run.policy == EVT_QUEUE_CP ? "cp" : "rr");
+    for (int i = 0; i < g->nsyms; i++) printf(" %s=%lld", g->syms[i]->name, (long long)sym[i]);
+    printf("\n");
+    for (int w = 0; w < workers; w++) {
+        printf("worker %d:", w);
+        for (int64_t k = q.q_off[w]; k < q.q_off[w + 1]; k++) {
+            int call = (int)(q.q[k] >> 24);
+            int64_t coord[EVT_MAX_RANK], lin = 0;
+            evt_shape_decode(&q.ext[call * 4], g->calls[call]->rank, q.q[k] & 0xffffff, coord);
+            for (int dd = 0; dd < g->calls[call]->rank; dd++) lin = lin * s.ext[call * 4 + dd] + coord[dd];
+            char name[160];
+            evt_task_name(&s, s.task_base[call] + lin, name, sizeof name);
+            printf(" %s", name);
+        }
+        printf("\n");
+    }
+    if (c->run.policy == EVT_QUEUE_CP) printf("estimated makespan: %.0f cost units\n", q.makespan);
+    printf("deadlock-free: yes (dependency edges and queue order form an acyclic graph)\n");
+    evt_shape_free(&s);
+    evt_static_sched_free(&q);
+out:
+    evt_plan_free(p);
+    evt_graph_free(g);
+    evt_diag_free(&d);
+    return rc;
+}
+
+static int cmd_compile(cli *c)
+{
+    if (!c->target) return usage("compile needs --target c|cuda");
+    if (!c->out) return usage("compile needs -o OUT");
+    evt_diag d;
+    evt_diag_init(&d, c->file);
+    evt_graph *g = load_graph(c->file, &d);
+    if (!g) { report(&d); evt_diag_free(&d); return 1; }
+    evt_module *m = NULL;
+    evt_backend be = !strcmp(c->target, "cuda") ? EVT_BACKEND_CUDA : EVT_BACKEND_CPU;
+    int rc = 0;
+    if (evt_module_build(g, be, &c->copts, 1, &m, &d) || evt_module_save(m, c->out, &d)) rc = report(&d);
+    else {
+        if (c->emit) {
+            FILE *f = fopen(c->emit, "w");
+            if (!f || fputs(evt_module_source(m, 0), f) < 0) { fprintf(stderr, "evtc: cannot write %s\n", c->emit); rc = 1; }
+            if (f) fclose(f);
+        }
+        if (!rc) printf("compiled %s for %s into %s\n", c->file, evt_backend_name(be), c->out);
+    }
+    evt_module_free(m);
+    evt_diag_free(&d);
+    return rc;
+}
+
+static void print_outputs(const evt_graph *g, evt_buffers *b)
+{
+    for (int i = 0; i < g->ntensors; i++) {
+        const evt_tensor *t = g->tensors[i];
+        if (t->role != EVT_OUTPUT) continue;
+        size_t bytes;
+        void *p = evt_buffers_data(b, i, &bytes);
+        const int64_t *dim = evt_buffers_dims(b, i);
+        int64_t n = bytes / evt_dtype_size(t->dtype);
+        double sum = 0;
+        for (int64_t k = 0; k < n; k++)
+            sum += t->dtype == EVT_F32 ? ((float *)p)[k] : t->dtype == EVT_I32 ? ((int32_t *)p)[k] : 0;
+        printf("  %s %s[", t->name, evt_dtype_name(t->dtype));
+        for (int k = 0; k < t->rank; k++) printf(k ? ", %lld" : "%lld", (long long)dim[k]);
+        printf("]: sum %.6g", sum);
+        if (n && t->dtype == EVT_F32) printf(", first %.6g, last %.6g", ((float *)p)[0], ((float *)p)[n - 1]);
+        printf("\n");
+    }
+}
+
+static int cmd_run(cli *c)
+{
+    evt_diag d;
+    evt_diag_init(&d, c->file);
+    evt_module *m = NULL;
+    int rc = 0;
+    evt_buffers *b = NULL, *ref = NULL;
+    if (c->backend_auto) c->backend = evt_cuda_available() ? EVT_BACKEND_CUDA : EVT_BACKEND_CPU;
+    if (evt_is_artifact(c->file)) {
+        if (evt_module_load(c->file, &m, &d)) { rc = report(&d); goto out; }
+    } else {
+        evt_graph *g = load_graph(c->file, &d);
+        if (!g) { rc = report(&d); goto out; }
+        if (evt_module_build(g, c->backend, &c->copts, c->run.sched == EVT_SCHED_UNFUSED, &m, &d)) { rc = report(&d); goto out; }
+    }
+    const evt_graph *g = evt_module_graph(m);
+    int64_t sym[256];
+    if (g->nsyms > 256 || evt_shape_parse(g, c->nsets, c->sets, sym, &d)) { report(&d); rc = 2; goto out; }
+    if (evt_buffers_new(g, sym, c->seed, 0xff, &b, &d)) { rc = report(&d); goto out; }
+    evt_run_stats st;
+    for (int r = 0; r < c->repeat; r++)
+        if (evt_module_run(m, sym, b, &c->run, &st, &d)) {
+            rc = report(&d);
+            if (d.nerrors && strstr(d.text, "outside [")) rc = 2;
+            goto out;
+        }
+    printf("ran %s: %lld tasks, %s schedule%s on the %s backend: launch %.3f ms, bind %.3f ms%s\n", c->file,
+           (long long)st.ntasks, evt_sched_name(c->run.sched),
+           c->run.sched != EVT_SCHED_DYNAMIC ? (c->run.policy == EVT_QUEUE_CP ? " (cp)" : " (rr)") : "",
+           evt_backend_name(evt_module_backend(m)), st.launch_ms, st.bind_ms, st.bucket_used ? ", bucket schedule" : "");
+    print_outputs(g, b);
+    if (c->trace) printf("trace: %s (open in https://ui.perfetto.dev)\n", c->trace);
+    if (c->check) {
+        if (evt_buffers_new(g, sym, c->seed, 0xfe, &ref, &d)) { rc = report(&d); goto out; }
+        if (evt_reference_run(m, sym, ref, &d)) {
+            printf("check: FAILED: the reference executor stopped\n");
+            rc = report(&d);
+            goto out;
+        }
+        int bitwise = evt_module_backend(m) == EVT_BACKEND_CPU;
+        evt_printer pr = {0};
+        int bad = evt_buffers_compare(g, b, ref, bitwise ? 0 : 1e-4, &pr);
+        if (bad) {
+            printf("check: FAILED: %d output tensor(s) differ from the sequential reference\n%s", bad, pr.buf ? pr.buf : "");
+            rc = 1;
+        } else {
+            printf("check: ok (%s the sequential reference)\n", bitwise ? "bitwise equal to" : "within relative error 1e-4 of");
+        }
+        evt_pr_free(&pr);
+    }
+out:
+    evt_buffers_free(b);
+    evt_buffers_free(ref);
+    evt_module_free(m);
+    evt_diag_free(&d);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) { usage(NULL); return 0; }
+    cli c;
+    int rc = parse_args(argc, argv, &c);
+    if (rc) return rc;
+    if (!strcmp(c.cmd, "check")) return cmd_check(&c);
+    if (!strcmp(c.cmd, "dump")) return cmd_dump(&c);
+    if (!strcmp(c.cmd, "schedule")) return cmd_schedule(&c);
+    if (!strcmp(c.cmd, "compile")) return cmd_compile(&c);
+    if (!strcmp(c.cmd, "run")) return cmd_run(&c);
+    fprintf(stderr, "evtc: unknown command '%s'\n", c.cmd);
+    return usage(NULL);
+}
