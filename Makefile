@@ -29,7 +29,7 @@ $(BUILD)/evtc: tools/evtc.c $(BUILD)/libevtc.a
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(BUILD)/libevtc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -rdynamic $< $(TEST_COMMON) $(BUILD)/libevtc.a -o $@ -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -Itests/common -rdynamic $< $(TEST_COMMON) $(BUILD)/libevtc.a -o $@ -lcmocka $(LDLIBS)
 
 # ThreadSanitizer build of the library and the runtime tests.
 TSAN_FLAGS := -O1 -g -fsanitize=thread -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC -DEVT_SRC_DIR_DEFAULT=\"$(CURDIR)/src\"
@@ -39,7 +39,7 @@ $(BUILD)/tsan/libevtc.a: $(LIB_SRC)
 	  $(CC) $(TSAN_FLAGS) -c $$f -o $$o; done
 	rm -f $@ && ar rcs $@ $(BUILD)/tsan/obj/*.o
 $(BUILD)/tsan/test_runtime: tests/test_runtime.c $(TEST_COMMON) $(BUILD)/tsan/libevtc.a
-	$(CC) $(TSAN_FLAGS) -Itests -rdynamic $< $(TEST_COMMON) $(BUILD)/tsan/libevtc.a -o $@ -lcmocka $(LDLIBS)
+	$(CC) $(TSAN_FLAGS) -Itests -Itests/common -rdynamic $< $(TEST_COMMON) $(BUILD)/tsan/libevtc.a -o $@ -lcmocka $(LDLIBS)
 tsan: $(BUILD)/tsan/test_runtime
 
 test: all $(TEST_BIN) tsan

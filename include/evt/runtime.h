@@ -99,6 +99,20 @@ evt_status evt_module_run(evt_module *m, const int64_t *sym, evt_buffers *b, con
  * satisfied in that order and that every counter ends at its target. */
 evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffers *b, evt_diag *d);
 
+/* ---- GPU extras and benchmarking (src/runtime/cuda.c) ------------------ */
+
+/* Times `iters` back-to-back launches of one shape: one evt_module_run first
+ * (binds, uploads the tensors, checks for errors), then on the GPU the
+ * launches are timed with CUDA events with no copies between them; the
+ * outputs left in `b` are those of the first run. CPU: loops evt_module_run.
+ * *ms_per_launch = elapsed / iters. */
+evt_status evt_module_time(evt_module *m, const int64_t *sym, evt_buffers *b, const evt_run_opts *o, int iters,
+                           double *ms_per_launch, evt_diag *d);
+/* How many times this process ran nvcc (tests assert none after build). */
+int64_t evt_cuda_compile_count(void);
+/* Name and multiprocessor count of the GPU; EVT_ERR_NO_DEVICE without one. */
+evt_status evt_cuda_device_info(char *name, size_t n, int *sms, evt_diag *d);
+
 #ifdef __cplusplus
 }
 #endif

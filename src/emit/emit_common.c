@@ -220,7 +220,7 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
         evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&A);\n", cp->op_index);
     else
         evt_pr(o, "    %s_cuda(&A);\n", decl ? decl->name : c->op);
-    evt_pr(o, "    EVT_SYNC();\n");
+    evt_pr(o, "    EVT_SYNC();\n    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
     if (cp->narm) {
         int64_t dummy = 0; (void)dummy;
         evt_pr(o, "    /* last task of %s arms the events whose counts depend on its outputs */\n", c->name);
@@ -246,7 +246,7 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
         close_fors(o, e, "        ");
         evt_pr(o, "      }\n");
     }
-    evt_pr(o, "    }\n    evt_trace_end(C, task);\n}\n\n");
+    evt_pr(o, "    }\n}\n\n");
 }
 
 evt_status evt_emit_program(const evt_plan *p, evt_printer *o, evt_target tgt, evt_diag *d)

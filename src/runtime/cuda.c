@@ -1,16 +1,776 @@
-/* cuda.c — placeholder GPU backend: reports that no GPU support is built. */
+/* cuda.c — the GPU backend: builds the generated CUDA into a cubin with nvcc
+ * (sm_90a), loads it through the CUDA driver API, and runs one cooperative
+ * launch of the persistent megakernel (one block per worker).
+ *
+ * The driver is opened at run time (dlopen("libcuda.so.1")): the library
+ * links and runs on machines without a GPU, where every launch returns
+ * EVT_ERR_NO_DEVICE. Building needs only nvcc ($NVCC or nvcc on PATH);
+ * loading a module on a machine without a driver is deferred (the cubin is
+ * kept) so artifacts can be built and saved there.
+ *
+ * Device memory, all owned by the module's runtime state (m->rt):
+ *   state    int32 per-launch counters etc. Zeroed ONCE when allocated; the
+ *            kernel zeroes what it used at the end of a successful launch,
+ *            the host only after an aborted launch.
+ *   ring     the MPMC ready queue (header + slots, seq[i] = i at allocation);
+ *            persistent across launches (positions only grow).
+ *   ctrl     abort flag + error record (zero unless a launch failed).
+ *   tensors  one allocation per tensor, grown on demand.
+ *   ctx      the evt_ctx the kernel reads (re-uploaded only when it changes).
+ * Per bind entry (be->dev): one blob with every bound array (targets, queues,
+ * consumer lists...), uploaded once when the shape is first launched.
+ */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <sys/wait.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "runtime/module.h"
 
-static evt_status nodev(evt_diag *d)
+/* ---- the few driver API types and constants we need (stable ABI) ---- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_NOT_READY 600
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH 95
+#define CU_STREAM_NON_BLOCKING 1
+#define CU_EVENT_DEFAULT 0
+
+typedef struct cu_api {
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+    CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                        unsigned, CUstream, void **);
+    CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamQuery)(CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} cu_api;
+
+/* process-wide driver state */
+static struct {
+    pthread_once_t once;
+    int ok;
+    char why[256];
+    void *lib;
+    cu_api cu;
+    CUdevice dev;
+    CUcontext ctx;
+    int sms, cc_major, cc_minor, coop;
+    char name[128];
+    CUstream stream;       /* launches (blocking w.r.t. the legacy stream) */
+    CUstream side;         /* non-blocking: raises the abort flag of a stuck launch */
+} G = {.once = PTHREAD_ONCE_INIT};
+
+static int64_t g_compiles; /* nvcc invocations in this process */
+
+static const char *cu_name(CUresult r)
 {
-    return evt_diag_error(d, EVT_ERR_NO_DEVICE, (evt_loc){0, 0}, "the CUDA backend is not available in this build");
+    const char *s = NULL;
+    if (G.cu.GetErrorName && G.cu.GetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
+    return "CUDA_ERROR_?";
 }
-static evt_status b_build(evt_module *m, evt_variant *v, evt_diag *d) { (void)m; (void)v; return nodev(d); }
-static evt_status b_load(evt_module *m, evt_variant *v, evt_diag *d) { (void)m; (void)v; return nodev(d); }
-static evt_status b_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *b, const evt_run_opts *o,
-                           evt_run_stats *st, evt_diag *d)
-{ (void)m; (void)v; (void)be; (void)b; (void)o; (void)st; return nodev(d); }
-static int b_workers(evt_module *m, const evt_run_opts *o) { (void)m; (void)o; return 1; }
-static void b_unload(evt_module *m, evt_variant *v) { (void)m; (void)v; }
-const evt_backend_ops evt_cuda_backend = {b_build, b_load, b_launch, b_workers, b_unload, NULL, NULL};
-int evt_cuda_available(void) { return 0; }
+static const char *cu_string(CUresult r)
+{
+    const char *s = NULL;
+    if (G.cu.GetErrorString && G.cu.GetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
+    return "";
+}
+
+static void driver_init(void)
+{
+    const char *libname = getenv("EVT_LIBCUDA");
+    G.lib = dlopen(libname && *libname ? libname : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!G.lib) { snprintf(G.why, sizeof G.why, "no CUDA driver / GPU found (libcuda.so.1 not loadable)"); return; }
+#define SYM(field, name)                                                                     \
+    do {                                                                                     \
+        *(void **)&G.cu.field = dlsym(G.lib, name);                                          \
+        if (!G.cu.field) { snprintf(G.why, sizeof G.why, "no CUDA driver / GPU found (driver lacks %s)", name); return; } \
+    } while (0)
+    SYM(Init, "cuInit");
+    SYM(DeviceGetCount, "cuDeviceGetCount");
+    SYM(DeviceGet, "cuDeviceGet");
+    SYM(DeviceGetAttribute, "cuDeviceGetAttribute");
+    SYM(DeviceGetName, "cuDeviceGetName");
+    SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    SYM(CtxSetCurrent, "cuCtxSetCurrent");
+    SYM(ModuleLoadData, "cuModuleLoadData");
+    SYM(ModuleUnload, "cuModuleUnload");
+    SYM(ModuleGetFunction, "cuModuleGetFunction");
+    SYM(MemAlloc, "cuMemAlloc_v2");
+    SYM(MemFree, "cuMemFree_v2");
+    SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
+    SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
+    SYM(MemsetD8, "cuMemsetD8_v2");
+    SYM(MemsetD32Async, "cuMemsetD32Async");
+    SYM(LaunchCooperativeKernel, "cuLaunchCooperativeKernel");
+    SYM(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    SYM(StreamCreate, "cuStreamCreate");
+    SYM(StreamQuery, "cuStreamQuery");
+    SYM(EventCreate, "cuEventCreate");
+    SYM(EventRecord, "cuEventRecord");
+    SYM(EventElapsedTime, "cuEventElapsedTime");
+    SYM(EventDestroy, "cuEventDestroy_v2");
+    SYM(GetErrorName, "cuGetErrorName");
+    SYM(GetErrorString, "cuGetErrorString");
+#undef SYM
+    CUresult r;
+    int n = 0;
+    if ((r = G.cu.Init(0)) != CUDA_SUCCESS || (r = G.cu.DeviceGetCount(&n)) != CUDA_SUCCESS || n == 0) {
+        snprintf(G.why, sizeof G.why, "no CUDA driver / GPU found (cuInit/cuDeviceGetCount: %s, %d devices)",
+                 r ? cu_name(r) : "ok", n);
+        return;
+    }
+    const char *want = getenv("EVT_CUDA_DEVICE");
+    int ord = want && *want ? atoi(want) : 0;
+#define TRY(call)                                                                                   \
+    do {                                                                                            \
+        if ((r = (call)) != CUDA_SUCCESS) {                                                         \
+            snprintf(G.why, sizeof G.why, "CUDA initialisation failed: %s: %s", #call, cu_name(r)); \
+            return;                                                                                 \
+        }                                                                                           \
+    } while (0)
+    TRY(G.cu.DeviceGet(&G.dev, ord));
+    TRY(G.cu.DeviceGetAttribute(&G.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, G.dev));
+    TRY(G.cu.DeviceGetAttribute(&G.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, G.dev));
+    TRY(G.cu.DeviceGetAttribute(&G.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, G.dev));
+    TRY(G.cu.DeviceGetAttribute(&G.coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, G.dev));
+    TRY(G.cu.DeviceGetName(G.name, sizeof G.name - 1, G.dev));
+    TRY(G.cu.DevicePrimaryCtxRetain(&G.ctx, G.dev));
+    TRY(G.cu.CtxSetCurrent(G.ctx));
+    TRY(G.cu.StreamCreate(&G.stream, 0));
+    TRY(G.cu.StreamCreate(&G.side, CU_STREAM_NON_BLOCKING));
+#undef TRY
+    if (G.cc_major != 9) {
+        snprintf(G.why, sizeof G.why, "GPU %s has compute capability %d.%d; kernels are built for sm_90a (Hopper)",
+                 G.name, G.cc_major, G.cc_minor);
+        return;
+    }
+    if (!G.coop) { snprintf(G.why, sizeof G.why, "GPU %s does not support cooperative launches", G.name); return; }
+    G.ok = 1;
+}
+
+/* Makes the driver usable on this thread; EVT_ERR_NO_DEVICE otherwise. */
+static evt_status driver(evt_diag *d)
+{
+    pthread_once(&G.once, driver_init);
+    if (!G.ok) return evt_diag_error(d, EVT_ERR_NO_DEVICE, (evt_loc){0, 0}, "%s", G.why);
+    CUresult r = G.cu.CtxSetCurrent(G.ctx);
+    if (r) return evt_diag_error(d, EVT_ERR_NO_DEVICE, (evt_loc){0, 0}, "cuCtxSetCurrent: %s", cu_name(r));
+    return EVT_OK;
+}
+
+#define CK(call)                                                                                        \
+    do {                                                                                                \
+        CUresult r_ = (call);                                                                           \
+        if (r_ != CUDA_SUCCESS)                                                                         \
+            return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s (%s) in %s", cu_name(r_), \
+                                  cu_string(r_), #call);                                                \
+    } while (0)
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- build / load ---------------------------------------------------- */
+
+static int block_threads(const evt_plan *p)
+{
+    int t = 32;
+    for (int i = 0; i < p->nops; i++)
+        if (p->ops[i]->threads > t) t = p->ops[i]->threads;
+    return (t + 31) / 32 * 32;
+}
+
+static evt_status write_file(const char *path, const void *data, size_t len, evt_diag *d)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, len, f) != len) {
+        if (f) fclose(f);
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
+    }
+    if (fclose(f)) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
+    return EVT_OK;
+}
+
+static void rm_tmp(const char *dir)
+{
+    const char *files[] = {"kernel.cu", "kernel.cubin", "nvcc.log"};
+    char p[320];
+    for (int i = 0; i < 3; i++) { snprintf(p, sizeof p, "%s/%s", dir, files[i]); unlink(p); }
+    rmdir(dir);
+}
+
+static evt_status cuda_build(evt_module *m, evt_variant *v, evt_diag *d)
+{
+    (void)m;
+    const char *base = getenv("TMPDIR");
+    char dir[256], src[300], bin[300], log[300], cmd[3072];
+    snprintf(dir, sizeof dir, "%s/evtc-cu-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir)) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot create a temporary directory");
+    snprintf(src, sizeof src, "%s/kernel.cu", dir);
+    snprintf(bin, sizeof bin, "%s/kernel.cubin", dir);
+    snprintf(log, sizeof log, "%s/nvcc.log", dir);
+    evt_status st = write_file(src, v->source, strlen(v->source), d);
+    if (st) { rm_tmp(dir); return st; }
+    const char *nvcc = getenv("NVCC");
+    const char *extra = getenv("EVT_NVCCFLAGS");
+    snprintf(cmd, sizeof cmd,
+             "'%s' -cubin -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -DEVT_BLOCK_THREADS=%d "
+             "-I'%s' %s '%s' -o '%s' > '%s' 2>&1",
+             nvcc && *nvcc ? nvcc : "nvcc", block_threads(v->p), evt_src_dir(), extra ? extra : "", src, bin, log);
+    __atomic_add_fetch(&g_compiles, 1, __ATOMIC_RELAXED);
+    int rc = system(cmd);
+    if (rc != 0) {
+        char msg[2000] = "";
+        FILE *f = fopen(log, "r");
+        if (f) { size_t n = fread(msg, 1, sizeof msg - 1, f); msg[n] = 0; fclose(f); }
+        if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127)
+            st = evt_diag_error(d, EVT_ERR_COMPILE, (evt_loc){0, 0}, "nvcc not found (set $NVCC or put nvcc on PATH): %s", msg);
+        else
+            st = evt_diag_error(d, EVT_ERR_COMPILE, (evt_loc){0, 0}, "nvcc failed on generated code (kept in %s):\n%s", src, msg);
+        return st; /* keep the directory for inspection */
+    }
+    FILE *f = fopen(bin, "rb");
+    if (!f) { rm_tmp(dir); return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot read %s", bin); }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    v->code = malloc(n > 0 ? n : 1);
+    v->code_len = v->code ? fread(v->code, 1, n > 0 ? n : 0, f) : 0;
+    fclose(f);
+    rm_tmp(dir);
+    if (!v->code || (long)v->code_len != n) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot read the cubin");
+    return EVT_OK;
+}
+
+/* Loads the cubin. Without a driver the load is deferred to the first launch
+ * (which then reports EVT_ERR_NO_DEVICE), so modules can be built and saved
+ * on machines without a GPU. */
+static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
+{
+    evt_status st = driver(d);
+    if (st) return st;
+    CUmodule mod;
+    CUfunction fn;
+    CK(G.cu.ModuleLoadData(&mod, v->code));
+    CUresult r = G.cu.ModuleGetFunction(&fn, mod, "evt_kernel");
+    if (r) {
+        G.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_kernel (%s): rebuild it", cu_name(r));
+    }
+    v->handle = mod;
+    v->entry = fn;
+    return EVT_OK;
+}
+
+static evt_status cuda_load(evt_module *m, evt_variant *v, evt_diag *d)
+{
+    (void)m;
+    pthread_once(&G.once, driver_init);
+    if (!G.ok) return EVT_OK; /* deferred: see above */
+    return cuda_load_now(v, d);
+}
+
+static void cuda_unload(evt_module *m, evt_variant *v)
+{
+    (void)m;
+    if (v->handle && G.ok) {
+        G.cu.CtxSetCurrent(G.ctx);
+        G.cu.ModuleUnload((CUmodule)v->handle);
+    }
+    v->handle = NULL;
+    v->entry = NULL;
+}
+
+/* ---- runtime state ---------------------------------------------------- */
+
+typedef struct dev_buf { CUdeviceptr p; size_t cap; } dev_buf;
+
+typedef struct ctrl_block { int32_t abort_flag; int32_t pad; evt_error err; } ctrl_block;
+
+typedef struct cuda_rt {
+    dev_buf state;         /* int32 words */
+    dev_buf ring_hdr, ring_slots;
+    int64_t ring_cap;
+    dev_buf ctrl;
+    dev_buf ctx;
+    evt_ctx last_ctx;      /* what ctx holds on the device */
+    int ctx_valid;
+    dev_buf tref;          /* evt_tensor_ref[ntensors] */
+    evt_tensor_ref *last_tref;
+    int ntref;
+    dev_buf *tens;
+    int ntens;
+    dev_buf trace, trace_worker;
+    int broken;            /* a sticky CUDA error or unresponsive device */
+    char broken_why[256];
+} cuda_rt;
+
+typedef struct cuda_bound {
+    CUdeviceptr blob;
+    evt_ctx tmpl;          /* bound fields with device pointers */
+} cuda_bound;
+
+static void buf_free(dev_buf *b)
+{
+    if (b->p) G.cu.MemFree(b->p);
+    b->p = 0;
+    b->cap = 0;
+}
+
+/* Grows b to at least n bytes (contents lost). Returns 1 if reallocated. */
+static evt_status buf_ensure(dev_buf *b, size_t n, int *grown, evt_diag *d)
+{
+    if (grown) *grown = 0;
+    if (n == 0) n = 16;
+    if (b->cap >= n) return EVT_OK;
+    buf_free(b);
+    size_t cap = n < 256 ? 256 : n + n / 4;
+    CUresult r = G.cu.MemAlloc(&b->p, cap);
+    if (r) {
+        b->p = 0;
+        return evt_diag_error(d, EVT_ERR_NOMEM, (evt_loc){0, 0}, "cuMemAlloc(%zu bytes): %s", cap, cu_name(r));
+    }
+    b->cap = cap;
+    if (grown) *grown = 1;
+    return EVT_OK;
+}
+
+static evt_status ring_reset(cuda_rt *rt, evt_diag *d)
+{
+    evt_ring h;
+    memset(&h, 0, sizeof h);
+    h.mask = rt->ring_cap - 1;
+    h.slots = (evt_ring_slot *)(uintptr_t)rt->ring_slots.p;
+    evt_ring_slot *s = malloc(rt->ring_cap * sizeof *s);
+    if (!s) return EVT_ERR_NOMEM;
+    for (int64_t i = 0; i < rt->ring_cap; i++) { s[i].seq = i; s[i].val = -1; }
+    CUresult r = G.cu.MemcpyHtoD(rt->ring_slots.p, s, rt->ring_cap * sizeof *s);
+    free(s);
+    if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the ring", cu_name(r));
+    CK(G.cu.MemcpyHtoD(rt->ring_hdr.p, &h, sizeof h));
+    return EVT_OK;
+}
+
+/* Full reset after an aborted launch: state, ring, control block. */
+static evt_status reset_after_abort(cuda_rt *rt, evt_diag *d)
+{
+    CK(G.cu.MemsetD8(rt->state.p, 0, rt->state.cap));
+    CK(G.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
+    return ring_reset(rt, d);
+}
+
+static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *b, evt_diag *d)
+{
+    if (!m->rt) m->rt = calloc(1, sizeof(cuda_rt));
+    cuda_rt *rt = m->rt;
+    if (!rt) return EVT_ERR_NOMEM;
+    if (rt->broken) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "GPU unusable after an earlier failure: %s", rt->broken_why);
+    int grown;
+    evt_status st = buf_ensure(&rt->state, (size_t)(b->state_len + 1) * sizeof(int32_t), &grown, d);
+    if (st) return st;
+    if (grown) CK(G.cu.MemsetD8(rt->state.p, 0, rt->state.cap)); /* the only zeroing, at allocation */
+    int64_t cap = 64;
+    while (cap < b->s.ntasks + 1) cap *= 2;
+    if (rt->ring_cap < cap) {
+        if ((st = buf_ensure(&rt->ring_hdr, sizeof(evt_ring), NULL, d))) return st;
+        if ((st = buf_ensure(&rt->ring_slots, cap * sizeof(evt_ring_slot), NULL, d))) return st;
+        rt->ring_cap = cap;
+        if ((st = ring_reset(rt, d))) return st;
+    }
+    if (!rt->ctrl.p) {
+        if ((st = buf_ensure(&rt->ctrl, sizeof(ctrl_block), NULL, d))) return st;
+        CK(G.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
+    }
+    if ((st = buf_ensure(&rt->ctx, sizeof(evt_ctx), &grown, d))) return st;
+    if (grown) rt->ctx_valid = 0;
+    if (rt->ntens < g->ntensors) {
+        dev_buf *t = realloc(rt->tens, g->ntensors * sizeof *t);
+        if (!t) return EVT_ERR_NOMEM;
+        memset(t + rt->ntens, 0, (g->ntensors - rt->ntens) * sizeof *t);
+        rt->tens = t;
+        rt->ntens = g->ntensors;
+    }
+    if ((st = buf_ensure(&rt->tref, (g->ntensors + 1) * sizeof(evt_tensor_ref), &grown, d))) return st;
+    if (grown) { free(rt->last_tref); rt->last_tref = NULL; rt->ntref = 0; }
+    return EVT_OK;
+}
+
+/* Uploads the bound arrays once per bind entry; fills be->dev. */
+static evt_status upload_bound(evt_bind_entry *be, const evt_graph *g, evt_diag *d)
+{
+    if (be->dev) return EVT_OK;
+    const evt_bound *b = &be->b;
+    evt_ctx h;
+    memset(&h, 0, sizeof h);
+    evt_bound_fill_ctx(b, &h);
+    int64_t nc = b->s.ncounters, nt = b->s.ntasks, nw = b->nworkers;
+    struct { const void *host; size_t bytes; const void **slot; } part[] = {
+        {h.sym, g->nsyms * sizeof(int64_t), (const void **)&h.sym},
+        {h.ext, g->ncalls * 4 * sizeof(int64_t), (const void **)&h.ext},
+        {h.task_base, (g->ncalls + 1) * sizeof(int64_t), (const void **)&h.task_base},
+        {h.ev_base, (g->nevents + 1) * sizeof(int64_t), (const void **)&h.ev_base},
+        {h.ev_dim, g->nevents * 4 * sizeof(int64_t), (const void **)&h.ev_dim},
+        {h.target, nc * sizeof(int32_t), (const void **)&h.target},
+        {h.q_off, h.q_off ? (nw + 1) * sizeof(int64_t) : 0, (const void **)&h.q_off},
+        {h.q, h.q && h.q_off ? (size_t)b->q.q_off[nw] * sizeof(uint32_t) : 0, (const void **)&h.q},
+        {h.qext, h.qext ? g->ncalls * 4 * sizeof(int64_t) : 0, (const void **)&h.qext},
+        {h.cons_off, h.cons_off ? (nc + 1) * sizeof(int64_t) : 0, (const void **)&h.cons_off},
+        {h.cons, h.cons && h.cons_off ? (size_t)b->cons_off[nc] * sizeof(int32_t) : 0, (const void **)&h.cons},
+        {h.pend_target, h.pend_target ? nt * sizeof(int32_t) : 0, (const void **)&h.pend_target},
+        {h.seeds, h.seeds ? b->nseeds * sizeof(int32_t) : 0, (const void **)&h.seeds},
+    };
+    int np = (int)(sizeof part / sizeof part[0]);
+    size_t total = 0, off[16];
+    for (int i = 0; i < np; i++) { off[i] = total; total += (part[i].bytes + 15) / 16 * 16; }
+    char *host = calloc(total + 16, 1);
+    cuda_bound *cb = calloc(1, sizeof *cb);
+    if (!host || !cb) { free(host); free(cb); return EVT_ERR_NOMEM; }
+    for (int i = 0; i < np; i++)
+        if (part[i].bytes && part[i].host) memcpy(host + off[i], part[i].host, part[i].bytes);
+    CUresult r = G.cu.MemAlloc(&cb->blob, total + 16);
+    if (!r) r = G.cu.MemcpyHtoD(cb->blob, host, total + 16);
+    free(host);
+    if (r) {
+        if (cb->blob) G.cu.MemFree(cb->blob);
+        free(cb);
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the bound shape", cu_name(r));
+    }
+    for (int i = 0; i < np; i++)
+        *part[i].slot = part[i].host ? (const void *)(uintptr_t)(cb->blob + off[i]) : NULL;
+    cb->tmpl = h;
+    be->dev = cb;
+    return EVT_OK;
+}
+
+static void cuda_drop_bound(evt_module *m, evt_bind_entry *be)
+{
+    (void)m;
+    cuda_bound *cb = be->dev;
+    if (!cb) return;
+    if (G.ok) {
+        G.cu.CtxSetCurrent(G.ctx);
+        G.cu.MemFree(cb->blob);
+    }
+    free(cb);
+    be->dev = NULL;
+}
+
+/* Waits for the stream with a host-side bound. On overrun raises the abort
+ * flag through the side stream and waits a little more. */
+static evt_status wait_stream(cuda_rt *rt, double bound_s, evt_diag *d)
+{
+    double t0 = now_ms();
+    int raised = 0;
+    for (long spin = 0;; spin++) {
+        CUresult r = G.cu.StreamQuery(G.stream);
+        if (r == CUDA_SUCCESS) return EVT_OK;
+        if (r != CUDA_ERROR_NOT_READY) {
+            rt->broken = 1;
+            snprintf(rt->broken_why, sizeof rt->broken_why, "kernel failed: %s (%s)", cu_name(r), cu_string(r));
+            return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "%s", rt->broken_why);
+        }
+        double el = (now_ms() - t0) / 1e3;
+        if (!raised && el > bound_s) {
+            G.cu.MemsetD32Async(rt->ctrl.p, 1, 1, G.side); /* abort_flag = 1 */
+            raised = 1;
+        } else if (raised && el > bound_s + 5) {
+            rt->broken = 1;
+            snprintf(rt->broken_why, sizeof rt->broken_why, "device unresponsive: the kernel outlived its watchdog (%.1f s) by more than 5 s", bound_s - 5);
+            return evt_diag_error(d, EVT_ERR_TIMEOUT, (evt_loc){0, 0}, "%s", rt->broken_why);
+        }
+        if (spin > 2000) {
+            struct timespec ts = {0, spin > 20000 ? 200000 : 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* Everything up to (not including) the launch: runtime buffers, bound data,
+ * tensors uploaded, ctx uploaded. Returns the device ctx pointer in *dctx. */
+static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *bufs, const evt_run_opts *o,
+                          int upload_tensors, CUdeviceptr *dctx, int *threads, evt_diag *d)
+{
+    evt_status st = driver(d);
+    if (st) return st;
+    if (!v->handle && (st = cuda_load_now(v, d))) return st;
+    const evt_graph *g = v->g;
+    const evt_bound *b = &be->b;
+    if ((st = ensure_rt(m, g, b, d))) return st;
+    cuda_rt *rt = m->rt;
+    *threads = block_threads(v->p);
+    int per_sm = 0;
+    CK(G.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, 0));
+    if (b->nworkers > per_sm * G.sms)
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
+                              "%d workers requested but at most %d blocks of %d threads can be co-resident on %s "
+                              "(%d per SM x %d SMs); a persistent kernel needs every worker resident: use --workers <= %d",
+                              b->nworkers, per_sm * G.sms, *threads, G.name, per_sm, G.sms, per_sm * G.sms);
+    if ((st = upload_bound(be, g, d))) return st;
+    /* tensors */
+    evt_tensor_ref *tr = calloc(g->ntensors + 1, sizeof *tr);
+    if (!tr) return EVT_ERR_NOMEM;
+    for (int i = 0; i < g->ntensors; i++) {
+        size_t bytes = 0;
+        void *host = evt_buffers_data(bufs, i, &bytes);
+        if ((st = buf_ensure(&rt->tens[i], bytes, NULL, d))) { free(tr); return st; }
+        if (upload_tensors && bytes) {
+            CUresult r = G.cu.MemcpyHtoD(rt->tens[i].p, host, bytes);
+            if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor %s", cu_name(r), g->tensors[i]->name); }
+        }
+        tr[i].ptr = (void *)(uintptr_t)rt->tens[i].p;
+        const int64_t *dims = evt_buffers_dims(bufs, i);
+        for (int k = 0; k < EVT_ABI_MAX_RANK; k++) tr[i].dim[k] = dims[k];
+        tr[i].rank = g->tensors[i]->rank;
+        tr[i].dtype = g->tensors[i]->dtype;
+    }
+    if (!rt->last_tref || rt->ntref != g->ntensors || memcmp(rt->last_tref, tr, g->ntensors * sizeof *tr)) {
+        CUresult r = G.cu.MemcpyHtoD(rt->tref.p, tr, g->ntensors * sizeof *tr);
+        if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor table", cu_name(r)); }
+        free(rt->last_tref);
+        rt->last_tref = tr;
+        rt->ntref = g->ntensors;
+    } else {
+        free(tr);
+    }
+    /* ctx */
+    cuda_bound *cb = be->dev;
+    evt_ctx C = cb->tmpl;
+    int64_t nc = b->s.ncounters, nt = b->s.ntasks;
+    int32_t *state = (int32_t *)(uintptr_t)rt->state.p;
+    C.tensors = (evt_tensor_ref *)(uintptr_t)rt->tref.p;
+    C.state = state;
+    C.counters = state;
+    C.pending = state + nc;
+    C.hist = C.pending + nt;
+    C.arm_done = C.hist + nc;
+    C.outstanding = C.arm_done + g->ncalls;
+    C.done_workers = C.outstanding + 1;
+    C.ring = (evt_ring *)(uintptr_t)rt->ring_hdr.p;
+    C.abort_flag = (int32_t *)(uintptr_t)rt->ctrl.p;
+    C.err = (evt_error *)(uintptr_t)(rt->ctrl.p + offsetof(ctrl_block, err));
+    C.timeout_ns = (uint64_t)((o->timeout_s > 0 ? o->timeout_s : 10.0) * 1e9);
+    C.chaos = o->chaos;
+    C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
+    C.trace = NULL;
+    C.trace_worker = NULL;
+    C.tile_fns = NULL;
+    if (o->trace_path) {
+        if ((st = buf_ensure(&rt->trace, (2 * nt + 2) * sizeof(uint64_t), NULL, d))) return st;
+        if ((st = buf_ensure(&rt->trace_worker, (nt + 1) * sizeof(int32_t), NULL, d))) return st;
+        CK(G.cu.MemsetD8(rt->trace.p, 0, (2 * nt + 2) * sizeof(uint64_t)));
+        CK(G.cu.MemsetD8(rt->trace_worker.p, 0, (nt + 1) * sizeof(int32_t)));
+        C.trace = (uint64_t *)(uintptr_t)rt->trace.p;
+        C.trace_worker = (int32_t *)(uintptr_t)rt->trace_worker.p;
+    }
+    if (!rt->ctx_valid || memcmp(&rt->last_ctx, &C, sizeof C)) {
+        CK(G.cu.MemcpyHtoD(rt->ctx.p, &C, sizeof C));
+        rt->last_ctx = C;
+        rt->ctx_valid = 1;
+    }
+    *dctx = rt->ctx.p;
+    return EVT_OK;
+}
+
+static evt_status launch_once(evt_variant *v, const evt_bound *b, CUdeviceptr *dctx, int threads, evt_diag *d)
+{
+    void *args[] = {dctx};
+    CK(G.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1, 0,
+                                    G.stream, args));
+    return EVT_OK;
+}
+
+/* After the kernel(s) finished: reads the error record; on error describes it
+ * (with the downloaded counters) and resets the state. */
+static evt_status check_error(cuda_rt *rt, const evt_bound *b, evt_diag *d)
+{
+    ctrl_block cb;
+    CK(G.cu.MemcpyDtoH(&cb, rt->ctrl.p, sizeof cb));
+    if (!cb.abort_flag && !cb.err.kind) return EVT_OK;
+    evt_status st;
+    if (cb.err.kind) {
+        int32_t *state = malloc((b->state_len + 1) * sizeof(int32_t));
+        if (state && G.cu.MemcpyDtoH(state, rt->state.p, b->state_len * sizeof(int32_t))) { free(state); state = NULL; }
+        char msg[1024];
+        evt_describe_error(b, &cb.err, state, msg, sizeof msg);
+        free(state);
+        st = evt_diag_error(d, cb.err.kind == EVT_KERR_WAIT_TIMEOUT || cb.err.kind == EVT_KERR_QUEUE_TIMEOUT ? EVT_ERR_TIMEOUT : EVT_ERR_RUNTIME,
+                            (evt_loc){0, 0}, "%s", msg);
+    } else {
+        st = evt_diag_error(d, EVT_ERR_TIMEOUT, (evt_loc){0, 0}, "launch aborted by the host after the watchdog bound");
+    }
+    evt_status r = reset_after_abort(rt, d);
+    return st ? st : r;
+}
+
+static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *bufs,
+                              const evt_run_opts *o, evt_run_stats *stats, evt_diag *d)
+{
+    CUdeviceptr dctx;
+    int threads;
+    evt_status st = prepare(m, v, be, bufs, o, 1, &dctx, &threads, d);
+    if (st) return st;
+    cuda_rt *rt = m->rt;
+    const evt_bound *b = &be->b;
+    double timeout_s = o->timeout_s > 0 ? o->timeout_s : 10.0;
+    double t0 = now_ms();
+    if ((st = launch_once(v, b, &dctx, threads, d))) return st;
+    st = wait_stream(rt, timeout_s + 5, d);
+    stats->launch_ms = now_ms() - t0;
+    if (st) return st;
+    if ((st = check_error(rt, b, d))) return st;
+    const evt_graph *g = v->g;
+    for (int i = 0; i < g->ntensors; i++) {
+        size_t bytes = 0;
+        void *host = evt_buffers_data(bufs, i, &bytes);
+        if (g->tensors[i]->role == EVT_INPUT || g->tensors[i]->role == EVT_WEIGHT) {
+            /* inputs may be written in place by INOUT tiles: download them too */
+        }
+        if (bytes) CK(G.cu.MemcpyDtoH(host, rt->tens[i].p, bytes));
+    }
+    if (o->trace_path) {
+        int64_t nt = b->s.ntasks;
+        uint64_t *ts = malloc((2 * nt + 2) * sizeof(uint64_t));
+        int32_t *tw = malloc((nt + 1) * sizeof(int32_t));
+        if (!ts || !tw) { free(ts); free(tw); return EVT_ERR_NOMEM; }
+        CUresult r = G.cu.MemcpyDtoH(ts, rt->trace.p, 2 * nt * sizeof(uint64_t));
+        if (!r) r = G.cu.MemcpyDtoH(tw, rt->trace_worker.p, nt * sizeof(int32_t));
+        if (r) st = evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s downloading the trace", cu_name(r));
+        else st = evt_trace_write(o->trace_path, b, ts, tw, "cuda", d);
+        free(ts); free(tw);
+    }
+    return st;
+}
+
+static int cuda_default_workers(evt_module *m, const evt_run_opts *o)
+{
+    (void)m;
+    pthread_once(&G.once, driver_init);
+    int per = o && o->workers_per_sm > 0 ? o->workers_per_sm : 1;
+    return G.ok ? G.sms * per : 1;
+}
+
+static void cuda_release(evt_module *m)
+{
+    cuda_rt *rt = m->rt;
+    if (!rt) return;
+    if (G.ok) {
+        G.cu.CtxSetCurrent(G.ctx);
+        buf_free(&rt->state); buf_free(&rt->ring_hdr); buf_free(&rt->ring_slots); buf_free(&rt->ctrl);
+        buf_free(&rt->ctx); buf_free(&rt->tref); buf_free(&rt->trace); buf_free(&rt->trace_worker);
+        for (int i = 0; i < rt->ntens; i++) buf_free(&rt->tens[i]);
+    }
+    free(rt->tens);
+    free(rt->last_tref);
+    free(rt);
+    m->rt = NULL;
+}
+
+const evt_backend_ops evt_cuda_backend = {
+    .build = cuda_build, .load = cuda_load, .launch = cuda_launch, .default_workers = cuda_default_workers,
+    .unload = cuda_unload, .release = cuda_release, .drop_bound = cuda_drop_bound,
+};
+
+/* ---- public extras (include/evt/runtime.h) ---------------------------- */
+
+int64_t evt_cuda_compile_count(void) { return __atomic_load_n(&g_compiles, __ATOMIC_RELAXED); }
+
+evt_status evt_cuda_device_info(char *name, size_t n, int *sms, evt_diag *d)
+{
+    evt_status st = driver(d);
+    if (st) return st;
+    if (name && n) snprintf(name, n, "%s (sm_%d%d, %d SMs)", G.name, G.cc_major, G.cc_minor, G.sms);
+    if (sms) *sms = G.sms;
+    return EVT_OK;
+}
+
+/* The bind entry the last evt_module_run used. */
+static evt_bind_entry *last_entry(evt_module *m)
+{
+    for (int i = 0; i < EVT_BIND_CACHE; i++)
+        if (m->cache[i].used && m->cache[i].last_use == m->tick) return &m->cache[i];
+    return NULL;
+}
+
+evt_status evt_module_time(evt_module *m, const int64_t *sym, evt_buffers *b, const evt_run_opts *o, int iters,
+                           double *ms_per_launch, evt_diag *d)
+{
+    static const evt_run_opts defaults;
+    if (!o) o = &defaults;
+    if (iters < 1) iters = 1;
+    *ms_per_launch = 0;
+    /* warm-up launch: binds, uploads, checks for errors */
+    evt_run_opts oo = *o;
+    oo.trace_path = NULL;
+    evt_run_stats st0;
+    evt_status st = evt_module_run(m, sym, b, &oo, &st0, d);
+    if (st) return st;
+    if (m->backend != EVT_BACKEND_CUDA) {
+        double t0 = now_ms();
+        for (int i = 0; i < iters && !st; i++) st = evt_module_run(m, sym, b, &oo, &st0, d);
+        *ms_per_launch = (now_ms() - t0) / iters;
+        return st;
+    }
+    evt_bind_entry *be = last_entry(m);
+    if (!be) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "internal: no bound shape after a run");
+    evt_variant *v = &m->var[be->variant];
+    CUdeviceptr dctx;
+    int threads;
+    if ((st = prepare(m, v, be, b, &oo, 0, &dctx, &threads, d))) return st;
+    cuda_rt *rt = m->rt;
+    CUevent e0, e1;
+    CK(G.cu.EventCreate(&e0, CU_EVENT_DEFAULT));
+    CUresult r = G.cu.EventCreate(&e1, CU_EVENT_DEFAULT);
+    if (r) { G.cu.EventDestroy(e0); CK(r); }
+    r = G.cu.EventRecord(e0, G.stream);
+    for (int i = 0; i < iters && !st && !r; i++) st = launch_once(v, &be->b, &dctx, threads, d);
+    if (!r && !st) r = G.cu.EventRecord(e1, G.stream);
+    double timeout_s = o->timeout_s > 0 ? o->timeout_s : 10.0;
+    if (!r && !st) st = wait_stream(rt, timeout_s + 5 + iters * 0.01, d);
+    float ms = 0;
+    if (!r && !st) r = G.cu.EventElapsedTime(&ms, e0, e1);
+    G.cu.EventDestroy(e0);
+    G.cu.EventDestroy(e1);
+    if (st) return st;
+    CK(r);
+    if ((st = check_error(rt, &be->b, d))) return st;
+    *ms_per_launch = ms / iters;
+    return EVT_OK;
+}

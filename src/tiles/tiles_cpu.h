@@ -14,4 +14,5 @@ void evt_tile_moe_group(const evt_task_args *a);
 void evt_tile_moe_expert(const evt_task_args *a);
 void evt_tile_moe_combine(const evt_task_args *a);
 void evt_tile_chain_step(const evt_task_args *a);
+void evt_tile_mark(const evt_task_args *a);
 #endif

@@ -1,0 +1,37 @@
+/* rowsum.cuh — split row sum tiles, CUDA (same function as rowsum.c).
+ *   rowsum_partial: one warp per row, lanes stride over the tile's columns
+ *       (coalesced), shuffle reduction. Differs from the C order only by the
+ *       association of the sum (compared by relative error).
+ *   rowsum_final: one thread per row, sum over j in order (as in C).
+ * P is produced in the same launch: read with plain (coherent) loads. */
+#ifndef EVT_TILE_ROWSUM_CUH
+#define EVT_TILE_ROWSUM_CUH
+
+__device__ __forceinline__ void rowsum_partial_cuda(const evt_task_args *a)
+{
+    const float *A = (const float *)a->t[0].ptr;
+    float *P = (float *)a->t[1].ptr;
+    int64_t rows = a->t[0].dim[0], cols = a->t[0].dim[1], pj = a->t[1].dim[1];
+    int64_t tile = a->iarg[0], i = a->coord[0], j = a->coord[1];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    int64_t c0 = j * tile, c1 = (j + 1) * tile < cols ? (j + 1) * tile : cols;
+    for (int64_t r = i * tile + warp; r < (i + 1) * tile && r < rows; r += nwarps) {
+        float s = 0;
+        for (int64_t c = c0 + lane; c < c1; c += 32) s += A[r * cols + c];
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0 && j < pj) P[r * pj + j] = s;
+    }
+}
+
+__device__ __forceinline__ void rowsum_final_cuda(const evt_task_args *a)
+{
+    const float *P = (const float *)a->t[0].ptr;
+    float *C = (float *)a->t[1].ptr;
+    int64_t rows = a->t[0].dim[0], pj = a->t[0].dim[1], tile = a->iarg[0], i = a->coord[0];
+    for (int64_t r = i * tile + threadIdx.x; r < (i + 1) * tile && r < rows && r < a->t[1].dim[0]; r += blockDim.x) {
+        float s = 0;
+        for (int64_t j = 0; j < pj; j++) s += P[r * pj + j];
+        C[r] = s;
+    }
+}
+#endif
