@@ -61,14 +61,17 @@ static void close_fors(evt_printer *o, const evt_edge *e, const char *ind)
 
 /* Computes `elem` (absolute counter index) of an affine/gather edge; on a bad
  * index prints `on_bad`. */
-static void elem_of(evt_printer *o, const evt_call *c, const evt_edge *e, const char *ind, const char *on_bad)
+static void elem_of(evt_printer *o, const evt_call *c, const evt_edge *e, const char *ind, const char *on_bad, int raise)
 {
     int ev = e->event->id;
     evt_pr(o, "%sint64_t elem = 0;\n", ind);
     for (int i = 0; i < e->nidx; i++) {
         evt_pr(o, "%s{ int64_t x = ", ind);
         expr(o, e->idx[i], c->id);
-        evt_pr(o, ";\n%s  if (evt_check_index(C, W, %d, %d, x, C->ev_dim[%d])) { %s }\n", ind, c->id, ev, ev * 4 + i, on_bad);
+        if (raise)
+            evt_pr(o, ";\n%s  if (evt_check_index(C, W, %d, %d, x, C->ev_dim[%d])) { %s }\n", ind, c->id, ev, ev * 4 + i, on_bad);
+        else /* the notifying task itself reports a bad index */
+            evt_pr(o, ";\n%s  if (x < 0 || x >= C->ev_dim[%d]) { %s }\n", ind, ev * 4 + i, on_bad);
         evt_pr(o, "%s  elem = elem * C->ev_dim[%d] + x; }\n", ind, ev * 4 + i);
     }
     evt_pr(o, "%selem += C->ev_base[%d];\n", ind, ev);
@@ -146,7 +149,7 @@ static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
             }
             open_fors(o, call, e, "        ");
             evt_pr(o, "        {\n");
-            elem_of(o, call, e, "          ", "continue;");
+            elem_of(o, call, e, "          ", "continue;", 0);
             evt_pr(o, "          evt_add_relaxed(&H[elem - C->ev_base[%d]], 1);\n        }\n", ev);
             close_fors(o, e, "        ");
             evt_pr(o, "      }\n    }\n");
@@ -209,7 +212,7 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
         }
         evt_pr(o, "      { /* wait %s */\n", e->event->name);
         open_fors(o, c, e, "        ");
-        elem_of(o, c, e, "        ", "W->skip = 1; goto waits_done;");
+        elem_of(o, c, e, "        ", "W->skip = 1; goto waits_done;", 1);
         evt_pr(o, "        if (evt_wait(C, W, %d, %d, elem)) { W->skip = 1; goto waits_done; }\n", K, ev);
         close_fors(o, e, "        ");
         evt_pr(o, "      }\n");
@@ -238,7 +241,7 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
         int ev = e->event->id;
         evt_pr(o, "      { /* notify %s */\n", e->event->name);
         open_fors(o, c, e, "        ");
-        elem_of(o, c, e, "        ", "return;");
+        elem_of(o, c, e, "        ", "return;", 1);
         if (p->ev[ev].ntrigger_consumers)
             evt_pr(o, "        if (evt_signal(C, W, elem, 1)) evt_trig_%d(C, W, elem - C->ev_base[%d]);\n", ev, ev);
         else
