@@ -31,6 +31,7 @@ enum {
     EVT_KERR_QUEUE_TIMEOUT = 2,  /* dynamic: no ready task for too long */
     EVT_KERR_BAD_INDEX = 3,      /* a map produced an event index out of range */
     EVT_KERR_QUEUE_FULL = 4,
+    EVT_KERR_INCOMPLETE = 5,     /* launch ended with a counter off its target */
 };
 
 typedef struct evt_error {

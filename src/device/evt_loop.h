@@ -95,6 +95,16 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
     if (EVT_LEADER) W->arm = evt_add_acq_rel(C->done_workers, 1) + 1 == C->nworkers;
     EVT_SYNC();
     if (W->arm && !evt_aborted(C)) {
+        /* Every counter must have reached its target: otherwise some task never
+           ran (dynamic quiescence with a stuck event) or ran too early (too
+           many notifies). Either is an error, never a silent result. */
+        for (int64_t i = EVT_TID; i < C->ncounters; i += EVT_NTHREADS) {
+            int32_t v = evt_load_relaxed(&C->counters[i]);
+            if (v != C->target[i]) { evt_raise(C, EVT_KERR_INCOMPLETE, W->id, -1, -1, -1, i, v, C->target[i]); break; }
+        }
+        EVT_SYNC();
+    }
+    if (W->arm && !evt_aborted(C)) {
         int64_t n = C->state_len - 1; /* done_workers is the last word */
         for (int64_t i = EVT_TID; i < n; i += EVT_NTHREADS) C->state[i] = 0;
         EVT_SYNC();

@@ -111,9 +111,12 @@ static evt_status check_declared_counts(const evt_plan *p, const evt_shape *s, c
     for (int ev = 0; ev < g->nevents; ev++) {
         const evt_event *e = g->events[ev];
         if (!e->count || p->ev[ev].kind != EVT_COUNT_STATIC) continue;
-        int err = 0;
-        int64_t declared = evt_expr_eval(e->count, &env, &err);
         for (int64_t x = s->ev_base[ev]; x < s->ev_base[ev + 1]; x++) {
+            int64_t idx[EVT_MAX_RANK] = {0};
+            evt_shape_decode(&s->ev_dim[ev * 4], e->rank, x - s->ev_base[ev], idx);
+            env.var = idx;
+            int err = 0;
+            int64_t declared = evt_expr_eval(e->count, &env, &err);
             int64_t actual = tg->npred[tg->ntasks + x];
             if (actual != declared) {
                 st = evt_diag_error(d, EVT_ERR_VERIFY, e->loc,

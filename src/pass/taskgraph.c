@@ -176,13 +176,24 @@ evt_status evt_taskgraph_check(const evt_taskgraph *tg, const int64_t *qnext, co
         /* print the cycle in forward order, starting at v */
         int64_t start = 0;
         for (int64_t i = 0; i < len; i++) if (path[i] == v) { start = i; break; }
-        for (int64_t i = len - 1; i >= start && bl < sizeof buf - 200; i--) {
+        /* forward order: path[len-1] -> ... -> path[start] -> path[len-1];
+           an event element between two tasks is a dependency, none is queue order */
+        const char *via = NULL;
+        char vbuf[160] = "";
+        int64_t first_task = -1;
+        for (int64_t i = len - 1; i >= start - 1 && bl < sizeof buf - 400; i--) {
+            int64_t node = i >= start ? path[i] : first_task; /* close the cycle */
+            if (node < 0) break;
+            if (node >= tg->ntasks) { name_node(tg, node, vbuf, sizeof vbuf); via = vbuf; continue; }
             char nm[160];
-            name_node(tg, path[i], nm, sizeof nm);
-            int is_task = path[i] < tg->ntasks;
-            if (!is_task) continue;
-            bl += snprintf(buf + bl, sizeof buf - bl, "%s%s", shown ? " -> " : "", nm);
+            name_node(tg, node, nm, sizeof nm);
+            if (shown) bl += snprintf(buf + bl, sizeof buf - bl, " -> %s (%s%s)", nm, via ? "waits on " : "queued after it",
+                                      via ? via : "");
+            else bl += snprintf(buf + bl, sizeof buf - bl, "%s", nm);
+            if (first_task < 0) first_task = node;
+            via = NULL;
             shown++;
+            if (i < start) break;
             if (shown > 12) { bl += snprintf(buf + bl, sizeof buf - bl, " -> ..."); break; }
         }
         if (!shown) snprintf(buf, sizeof buf, "(no task on the cycle)");

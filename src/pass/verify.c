@@ -254,8 +254,9 @@ evt_status evt_pass_verify(const evt_graph *g, evt_diag *d)
         for (int k = 0; k < e->rank; k++)
             if (!uses_only_syms(e->shape[k]))
                 evt_diag_error(d, EVT_ERR_VERIFY, e->loc, "event %s: shape may only use symbols", e->name);
-        if (e->count && !uses_only_syms(e->count))
-            evt_diag_error(d, EVT_ERR_VERIFY, e->loc, "event %s: count may only use symbols", e->name);
+        if (e->count && evt_expr_has_load(e->count))
+            evt_diag_error(d, EVT_ERR_VERIFY, e->loc, "event %s: a declared count may use symbols and the element coordinates e0.. "
+                                                      "but not tensors (data-dependent counts are inferred from the notify maps)", e->name);
         int notified = 0, waited = 0;
         const evt_call *waiter = NULL;
         for (int c = 0; c < g->ncalls; c++)

@@ -221,6 +221,24 @@ void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *c
                      e->event >= 0 && e->event < g->nevents ? g->events[e->event]->name : "?", (long long)e->elem,
                      (long long)e->target);
         break;
+    case EVT_KERR_INCOMPLETE: {
+        int ev = 0;
+        while (ev + 1 < g->nevents && s->ev_base[ev + 1] <= e->elem) ev++;
+        int64_t idx[EVT_MAX_RANK] = {0};
+        evt_shape_decode(&s->ev_dim[ev * 4], g->events[ev]->rank, e->elem - s->ev_base[ev], idx);
+        char el[128];
+        int len = snprintf(el, sizeof el, "%s[", g->events[ev]->name);
+        for (int k = 0; k < g->events[ev]->rank && len < (int)sizeof el; k++)
+            len += snprintf(el + len, sizeof el - len, k ? ", %lld" : "%lld", (long long)idx[k]);
+        snprintf(el + len, sizeof el - len, "]");
+        if (e->observed < e->target)
+            snprintf(buf, n, "deadlock: the launch went quiet with %s at %lld of %lld notifies; the tasks waiting on it never ran",
+                     el, (long long)e->observed, (long long)e->target);
+        else
+            snprintf(buf, n, "count mismatch: %s received %lld notifies but its count is %lld; a task waiting on it may have run early",
+                     el, (long long)e->observed, (long long)e->target);
+        break;
+    }
     case EVT_KERR_QUEUE_FULL:
         snprintf(buf, n, "internal: ready queue full pushing %s", task);
         break;

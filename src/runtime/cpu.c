@@ -222,6 +222,7 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
     } else if (err.kind) {
         char msg[1024];
         evt_describe_error(b, &err, rt->state, msg, sizeof msg);
+        if (err.kind == EVT_KERR_INCOMPLETE && err.observed < err.target) err.kind = EVT_KERR_QUEUE_TIMEOUT; /* a hang, caught early */
         st = evt_diag_error(d, err.kind == EVT_KERR_WAIT_TIMEOUT || err.kind == EVT_KERR_QUEUE_TIMEOUT ? EVT_ERR_TIMEOUT : EVT_ERR_RUNTIME,
                             (evt_loc){0, 0}, "%s", msg);
     }

@@ -710,6 +710,12 @@ const evt_backend_ops evt_cuda_backend = {
 
 /* ---- public extras (include/evt/runtime.h) ---------------------------- */
 
+int evt_cuda_available(void)
+{
+    pthread_once(&G.once, driver_init);
+    return G.ok;
+}
+
 int64_t evt_cuda_compile_count(void) { return __atomic_load_n(&g_compiles, __ATOMIC_RELAXED); }
 
 evt_status evt_cuda_device_info(char *name, size_t n, int *sms, evt_diag *d)

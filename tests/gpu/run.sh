@@ -1,0 +1,135 @@
+#!/bin/bash
+# tests/gpu/run.sh — the GPU backend's tests, in one go (needs an H100/H200).
+#
+#   tests/gpu/run.sh            logs under $OUT (device machine) or /tmp/evt-gpu
+#
+# 1. builds the library, the CLI and tests/gpu/gpucheck.c; compiles every
+#    example and tests/gpu/progs/*.evt to a CUDA artifact (nvcc runs only here)
+# 2. every example x {static, dynamic, unfused} x seeds through
+#    `evtc run ART --backend cuda --check` (fresh random inputs, poisoned
+#    outputs, relative error against the sequential reference)
+# 3. more shapes and worker counts (gpucheck check: GPU vs the CPU backend)
+# 4. 1000 back-to-back launches with random shapes, each checked, with zero
+#    nvcc runs after the build (gpucheck many); host bind time per new shape
+# 5. chaos mode (random delays) for every example and schedule
+# 6. a planted hang (wrong declared count, --trust-counts, --timeout 1) must
+#    come back as a watchdog error, and the module must recover
+# 7. too many workers: a clear refusal; a trace file that parses
+# 8. compute-sanitizer memcheck and synccheck on small programs
+# Prints PASS/FAIL per check and a final "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+LOG=${OUT:-/tmp/evt-gpu}
+mkdir -p "$LOG"
+MAIN=$LOG/gpu_tests.log
+: > "$MAIN"
+PASS=0
+FAIL=0
+say() { echo "$*" | tee -a "$MAIN"; }
+ok() { PASS=$((PASS + 1)); say "PASS $*"; }
+bad() { FAIL=$((FAIL + 1)); say "FAIL $*"; }
+# runs a command; pass if rc==0 and (optionally) output matches $want
+check() {
+    local what=$1; shift
+    local out rc
+    out=$("$@" 2>&1); rc=$?
+    echo "\$ $*" >> "$MAIN"; echo "$out" >> "$MAIN"
+    if [ $rc -eq 0 ] && { [ -z "${want:-}" ] || echo "$out" | grep -q -- "$want"; }; then ok "$what"; else bad "$what (rc=$rc): $(echo "$out" | tail -3 | tr '\n' ' ')"; fi
+}
+# tallies the PASS/FAIL lines of a gpucheck run
+gpucheck() {
+    local out rc
+    out=$(build/gpucheck "$@" 2>&1); rc=$?
+    echo "\$ gpucheck $*" >> "$MAIN"; echo "$out" >> "$MAIN"
+    local p f
+    p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL')
+    PASS=$((PASS + p)); FAIL=$((FAIL + f))
+    echo "$out" | grep -E '^FAIL|^many:|message' | head -20
+    echo "gpucheck $1 $2: $p passed, $f failed (rc=$rc)"
+    if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then bad "gpucheck $* exited $rc"; fi
+}
+
+say "== device"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$MAIN"
+say "== build"
+if make -j16 >> "$MAIN" 2>&1 && cc -O2 -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc tests/gpu/gpucheck.c \
+        build/libevtc.a -o build/gpucheck -lm -lpthread -ldl >> "$MAIN" 2>&1; then ok "make + gpucheck"; else bad "build"; say "$(tail -20 "$MAIN")"; exit 1; fi
+
+ART=$(mktemp -d /tmp/evt-art-XXXXXX)
+PROGS="$(ls examples/*.evt) tests/gpu/progs/chain.evt tests/gpu/progs/gemm_rs.evt"
+t0=$(date +%s.%N)
+for p in $PROGS; do
+    b=$(basename "$p" .evt)
+    (build/evtc compile "$p" --target cuda -o "$ART/$b.evtm" > "$ART/$b.log" 2>&1 || echo "compile failed" >> "$ART/$b.log") &
+done
+wait
+say "compiled $(ls $ART/*.evtm | wc -l) artifacts in $(awk "BEGIN{print $(date +%s.%N) - $t0}") s (parallel nvcc)"
+for p in $PROGS; do
+    b=$(basename "$p" .evt)
+    if [ -s "$ART/$b.evtm" ]; then ok "compile $b --target cuda"; else bad "compile $b: $(tail -5 "$ART/$b.log")"; fi
+done
+
+say "== examples x schedules x seeds (evtc run --backend cuda --check)"
+for a in $ART/*.evtm; do
+    for s in static dynamic unfused; do
+        for seed in 1 2 3; do
+            want="check: ok" check "$(basename $a .evtm) $s seed=$seed" build/evtc run "$a" --backend cuda --sched $s --seed $seed --check
+        done
+    done
+done
+
+say "== shapes and worker counts (GPU vs CPU backend)"
+gpucheck check $ART/split_rowsum.evtm --set n=1 --workers 0,7,264 --tag split_rowsum
+gpucheck check $ART/split_rowsum.evtm --set n=16384 --seeds 1 --tag split_rowsum
+gpucheck check $ART/split_rowsum.evtm --set n=333 --seeds 5 --workers 1,2,132 --tag split_rowsum
+gpucheck check $ART/buckets.evtm --set B=3 --workers 0,3 --tag buckets
+gpucheck check $ART/buckets.evtm --set B=8 --tag buckets
+gpucheck check $ART/moe_toy.evtm --set T=1 --tag moe_toy
+gpucheck check $ART/moe_toy.evtm --set T=256 --set NE=64 --set K=4 --set Dm=64 --set H=128 --workers 0,5 --tag moe_toy
+gpucheck check $ART/moe_toy.evtm --set T=100 --set NE=3 --set K=3 --seeds 4,5 --tag moe_toy
+gpucheck check $ART/gemm_rs.evtm --set m=64 --set k=512 --tag gemm_rs
+gpucheck check $ART/gemm_rs.evtm --set m=1 --set k=1 --tag gemm_rs
+gpucheck check $ART/chain.evtm --set n=5000 --workers 0,2 --tag chain
+gpucheck check $ART/chain.evtm --set n=1 --tag chain
+gpucheck check $ART/imbalance.evtm --set n=1000 --seeds 1 --tag imbalance
+gpucheck check $ART/gemm_rs_mock.evtm --set m=1 --seeds 1 --tag gemm_rs_mock
+
+say "== 1000 launches, random shapes, no recompilation"
+gpucheck many $ART/split_rowsum.evtm 1000 42 2048
+gpucheck many $ART/moe_toy.evtm 300 43
+gpucheck many $ART/gemm_rs.evtm 200 44
+
+say "== chaos mode"
+for a in $ART/*.evtm; do
+    b=$(basename $a .evtm)
+    case $b in gemm_rs_mock) set_="--set m=4";; imbalance) set_="--set n=256";; *) set_="";; esac
+    gpucheck check $a --chaos 17 --seeds 1,2 $set_ --tag "$b"
+    want="check: ok" check "$b chaos via CLI (dynamic)" build/evtc run "$a" --backend cuda --sched dynamic --chaos 99 --check $set_
+done
+
+say "== planted hang and recovery"
+gpucheck hang tests/gpu/progs/hang.evt n=4 n=5
+want="watchdog" check "CLI: planted hang reports the watchdog" bash -c \
+    "build/evtc run tests/gpu/progs/hang.evt --backend cuda --trust-counts --timeout 1 --set n=5; test \$? -eq 1"
+
+say "== refusals and traces"
+gpucheck workers $ART/split_rowsum.evtm
+check "trace of imbalance (dynamic) is valid JSON with one event per task" bash -c \
+    "build/evtc run $ART/imbalance.evtm --backend cuda --sched dynamic --set n=512 --trace $LOG/trace_imbalance.json > /dev/null &&
+     python3 -c \"import json,sys; t=json.load(open('$LOG/trace_imbalance.json'))['traceEvents']; n=sum(1 for e in t if e.get('ph')=='X'); print(n); sys.exit(0 if n==512+64 else 1)\""
+
+say "== compute-sanitizer"
+if command -v compute-sanitizer > /dev/null; then
+    for tool in memcheck synccheck; do
+        want="ERROR SUMMARY: 0 errors" check "compute-sanitizer $tool split_rowsum (static, 8 workers)" \
+            compute-sanitizer --tool $tool build/evtc run $ART/split_rowsum.evtm --backend cuda --workers 8 --set n=16 --check
+        want="ERROR SUMMARY: 0 errors" check "compute-sanitizer $tool moe_toy (dynamic, 8 workers)" \
+            compute-sanitizer --tool $tool build/evtc run $ART/moe_toy.evtm --backend cuda --sched dynamic --workers 8 --check
+    done
+else
+    bad "compute-sanitizer not found"
+fi
+
+rm -rf "$ART"
+say "$PASS passed, $FAIL failed"
+[ $FAIL -eq 0 ]
