@@ -42,10 +42,21 @@ $(BUILD)/tsan/test_runtime: tests/test_runtime.c $(TEST_COMMON) $(BUILD)/tsan/li
 	$(CC) $(TSAN_FLAGS) -Itests -Itests/common -rdynamic $< $(TEST_COMMON) $(BUILD)/tsan/libevtc.a -o $@ -lcmocka $(LDLIBS)
 tsan: $(BUILD)/tsan/test_runtime
 
-test: all $(TEST_BIN) tsan
+deps:
+	@sh tools/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN) tsan
 	@sh tests/run_all.sh $(TEST_BIN) $(BUILD)/tsan/test_runtime
+
+# The demo: compile an example ahead of time into an artifact (CUDA when a
+# GPU is present, else C), then run it under every schedule against the
+# sequential reference, with a trace.
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@sh tools/demo.sh
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all test tsan clean
+.PHONY: all test tsan clean deps demo

@@ -94,7 +94,7 @@ static const char *gemm_rs =
     "tensor Y : f32[m] output\n"
     "event E[m]\n"
     /* mm(2), mm(3) run 10x longer: rs(0) can overlap them */
-    "call mm = spin(z, X, 300000, 0, 4, 2, 10) over (t) in [2 * m] {\n    notify E[t / 2]\n}\n"
+    "call mm = spin(z, X, 300000, 0, 4, 2, 40) over (t) in [2 * m] {\n    notify E[t / 2]\n}\n"
     "call rs = spin(X, Y, 300000, 2, 1, 0, 1) over (r) in [m] {\n    wait E[r]\n}\n";
 
 static void test2_gemm_rs(void **state)
@@ -107,12 +107,13 @@ static void test2_gemm_rs(void **state)
     const h_task *rs0 = h_trace_find(&tr, "rs(0)");
     double deps = h_trace_find(&tr, "mm(0)")->end;
     if (h_trace_find(&tr, "mm(1)")->end > deps) deps = h_trace_find(&tr, "mm(1)")->end;
-    /* RS starts as soon as its two MM tiles finish (within 2 ms of slack) */
+    /* RS starts as soon as its two MM tiles finish: not after all MM tiles
+       (mm(2), mm(3) run 12 ms), within a slack generous for a loaded machine */
     assert_true(rs0->ts >= deps);
-    if (rs0->ts - deps > 2000) fail_msg("rs(0) started %.0f us after its producers", rs0->ts - deps);
+    if (rs0->ts - deps > 6000) fail_msg("rs(0) started %.0f us after its producers", rs0->ts - deps);
     /* MM and RS overlap on different workers */
     const h_task *mm3 = h_trace_find(&tr, "mm(3)");
-    assert_true(rs0->ts < mm3->end);
+    if (!(rs0->ts < mm3->end)) fail_msg("rs(0) started at %.0f us, after mm(3) ended at %.0f us", rs0->ts, mm3->end);
     assert_int_not_equal(rs0->tid, mm3->tid);
     h_trace_free(&tr);
     evt_module_free(m);
@@ -148,10 +149,16 @@ static void test3_dynamic_balance(void **state)
     h_trace st, dy;
     evt_run_opts os = {.sched = EVT_SCHED_STATIC, .workers = 2};
     evt_run_opts od = {.sched = EVT_SCHED_DYNAMIC, .workers = 2};
-    run_traced(m, 0, NULL, &os, &st);
-    run_traced(m, 0, NULL, &od, &dy);
-    /* dynamic reduces idle time: 16 x 1.2 ms on one worker vs ~10.4 ms each */
-    double ms = makespan(&st), md = makespan(&dy);
+    /* dynamic reduces idle time: 16 x 1.2 ms on one worker vs ~10.4 ms each;
+       best of three runs of each, so a busy machine does not decide it */
+    double ms = 1e300, md = 1e300;
+    for (int rep = 0; rep < 3; rep++) {
+        run_traced(m, 0, NULL, &os, &st);
+        run_traced(m, 0, NULL, &od, &dy);
+        if (makespan(&st) < ms) ms = makespan(&st);
+        if (makespan(&dy) < md) md = makespan(&dy);
+        if (rep < 2) { h_trace_free(&st); h_trace_free(&dy); }
+    }
     if (!(md < 0.85 * ms)) fail_msg("dynamic makespan %.0f us is not below static %.0f us", md, ms);
     /* nothing lost, nothing duplicated: each task once in the trace, and
        M[t] == 1 for every t (compared with the reference in run_traced) */

@@ -45,6 +45,10 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
         for (int64_t k = W->id; k < C->nseeds; k += C->nworkers)
             if (evt_push(C, C->seeds[k]))
                 evt_raise(C, EVT_KERR_QUEUE_FULL, W->id, -1, -1, C->seeds[k], 0, 0, 0);
+        /* done_workers counts seeding workers first (0..nworkers), then the
+         * workers that finished (nworkers..2*nworkers): nobody may conclude
+         * "no work left" before every worker has counted its seeds in */
+        evt_add_acq_rel(C->done_workers, 1);
     }
     for (;;) {
         if (EVT_LEADER) {
@@ -53,7 +57,11 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
             int64_t task;
             for (;;) {
                 if (evt_pop(C, &task)) { W->entry = task; break; }
-                if (evt_aborted(C) || evt_load_acquire(C->outstanding) == 0) { W->entry = -2; break; }
+                if (evt_aborted(C) ||
+                    (evt_load_acquire(C->done_workers) >= C->nworkers && evt_load_acquire(C->outstanding) == 0)) {
+                    W->entry = -2;
+                    break;
+                }
                 uint64_t now = evt_now_ns();
                 if (!idle_since) idle_since = now;
                 else if (now - idle_since > C->timeout_ns) {
@@ -92,7 +100,8 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
 
     /* The last worker out re-arms the state for the next launch. */
     EVT_SYNC();
-    if (EVT_LEADER) W->arm = evt_add_acq_rel(C->done_workers, 1) + 1 == C->nworkers;
+    if (EVT_LEADER)
+        W->arm = evt_add_acq_rel(C->done_workers, 1) + 1 == (C->mode == EVT_MODE_DYNAMIC ? 2 : 1) * C->nworkers;
     EVT_SYNC();
     if (W->arm && !evt_aborted(C)) {
         /* Every counter must have reached its target: otherwise some task never

@@ -1,0 +1,145 @@
+/* test_cli.c — the command-line contract (scripts depend on it): exit codes,
+ * the "check: ok" line, one-line errors for bad values, dump round-trips of
+ * every example, the schedule verdict, compile + run of an artifact. */
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+
+/* Runs a shell command; returns its exit code and its stdout+stderr. */
+static int sh(const char *cmd, char *out, size_t cap)
+{
+    char full[2048];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char out[1 << 16];
+
+static void run_check_ok(void **state)
+{
+    (void)state;
+    const char *scheds[] = {"static", "dynamic", "unfused"};
+    for (int s = 0; s < 3; s++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "build/evtc run examples/split_rowsum.evt --set n=9 --sched %s --workers 5 --check", scheds[s]);
+        assert_int_equal(sh(cmd, out, sizeof out), 0);
+        if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);
+    }
+}
+
+static void bad_values_exit_2(void **state)
+{
+    (void)state;
+    struct { const char *args, *msg; } bad[] = {
+        {"--set m=3", "unknown symbol 'm'"},
+        {"--set n", "expected NAME=VALUE"},
+        {"--set n=-1", "cannot be negative"},
+        {"--set n=abc", "'abc' is not an integer"},
+        {"--set n=0", "n must be in [1, 16384]"},
+        {"--set n=99999999999999999999", "is not an integer"},
+        {"--workers 0", "--workers 0: expected an integer in [1, 4096]"},
+        {"--sched fast", "expected static, dynamic or unfused"},
+        {"--policy lifo", "expected rr or cp"},
+        {"--frobnicate", "unknown option --frobnicate"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "build/evtc run examples/split_rowsum.evt %s", bad[i].args);
+        int rc = sh(cmd, out, sizeof out);
+        if (rc != 2 || !strstr(out, bad[i].msg)) fail_msg("%s: rc %d, output:\n%s", bad[i].args, rc, out);
+    }
+}
+
+static void check_and_dump(void **state)
+{
+    (void)state;
+    glob_t gl;
+    assert_int_equal(glob("examples/*.evt", 0, NULL, &gl), 0);
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        char cmd[512], once[1 << 15];
+        snprintf(cmd, sizeof cmd, "build/evtc check %s", gl.gl_pathv[i]);
+        assert_int_equal(sh(cmd, out, sizeof out), 0);
+        /* dump of dump is identical */
+        snprintf(cmd, sizeof cmd, "build/evtc dump %s > /tmp/evt-dump-%d.evt && cat /tmp/evt-dump-%d.evt",
+                 gl.gl_pathv[i], (int)getpid(), (int)getpid());
+        assert_int_equal(sh(cmd, once, sizeof once), 0);
+        snprintf(cmd, sizeof cmd, "build/evtc dump /tmp/evt-dump-%d.evt", (int)getpid());
+        assert_int_equal(sh(cmd, out, sizeof out), 0);
+        assert_string_equal(once, out);
+    }
+    globfree(&gl);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -f /tmp/evt-dump-%d.evt", (int)getpid());
+    sh(cmd, out, sizeof out);
+    /* a malformed file: diagnostics on stderr, exit 1 */
+    FILE *f = fopen("/tmp/evt-bad.evt", "w");
+    fputs("sym n = 4\ntensor A : f99[n] input\n", f);
+    fclose(f);
+    assert_int_equal(sh("build/evtc check /tmp/evt-bad.evt", out, sizeof out), 1);
+    assert_non_null(strstr(out, "/tmp/evt-bad.evt:2:"));
+    assert_int_equal(sh("build/evtc check /tmp/no-such-file.evt", out, sizeof out), 1);
+    unlink("/tmp/evt-bad.evt");
+}
+
+static void schedule_verdicts(void **state)
+{
+    (void)state;
+    assert_int_equal(sh("build/evtc schedule examples/split_rowsum.evt --set n=2 --workers 3 --policy cp", out, sizeof out), 0);
+    assert_non_null(strstr(out, "worker 0: partial("));
+    assert_non_null(strstr(out, "deadlock-free: yes"));
+    FILE *f = fopen("/tmp/evt-chain.evt", "w");
+    fputs("sym n = 6 in [2, 64]\ntensor X : f32[n] output = zeros\nevent E[n + 1]\n"
+          "call chain = chain_step(X, -1) over (i) in [n] {\n    wait E[i + 1]\n    notify E[i]\n}\n", f);
+    fclose(f);
+    assert_int_equal(sh("build/evtc schedule /tmp/evt-chain.evt --workers 2 --policy rr", out, sizeof out), 1);
+    assert_non_null(strstr(out, "would deadlock: cycle through tasks chain("));
+    assert_non_null(strstr(out, "deadlock-free: no"));
+    assert_int_equal(sh("build/evtc run /tmp/evt-chain.evt --workers 2 --policy cp", out, sizeof out), 0);
+    unlink("/tmp/evt-chain.evt");
+}
+
+static void compile_then_run(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "build/evtc compile examples/buckets.evt --target c -o /tmp/evt-b-%d.evtm", (int)getpid());
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "CC=false build/evtc run /tmp/evt-b-%d.evtm --set B=5 --check --sched unfused", (int)getpid());
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "check: ok"));
+    snprintf(cmd, sizeof cmd, "rm -f /tmp/evt-b-%d.evtm", (int)getpid());
+    sh(cmd, out, sizeof out);
+    /* a watchdog error is a clean exit 1 with the task named */
+    FILE *f = fopen("/tmp/evt-wd.evt", "w");
+    fputs("sym n = 2 in [1, 8]\ntensor z : f32[1] input = const(0)\ntensor Y : f32[n * 4] scratch\n"
+          "tensor Z : f32[n] output\nevent E[n] count = 5\n"
+          "call p = spin(z, Y, 0, 0, 1, 0, 1) over (i, j) in [n, 4] {\n    notify E[i]\n}\n"
+          "call f = spin(Y, Z, 0, 4, 1, 0, 1) over (i) in [n] {\n    wait E[i]\n}\n", f);
+    fclose(f);
+    assert_int_equal(sh("build/evtc run /tmp/evt-wd.evt --trust-counts --timeout 0.2", out, sizeof out), 1);
+    assert_non_null(strstr(out, "watchdog: task f("));
+    assert_int_equal(sh("build/evtc run /tmp/evt-wd.evt", out, sizeof out), 1);
+    assert_non_null(strstr(out, "declared count 5 but element 0 receives 4 notifies"));
+    unlink("/tmp/evt-wd.evt");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(run_check_ok),
+        cmocka_unit_test(bad_values_exit_2),
+        cmocka_unit_test(check_and_dump),
+        cmocka_unit_test(schedule_verdicts),
+        cmocka_unit_test(compile_then_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,262 @@
+/* test_passes.c — expressions, count inference (closed forms agree with
+ * enumeration at many shapes), event fusion (fewer events, same results),
+ * the unfused transform, and artifacts (save, load without compiling, run,
+ * reject corrupt or stale files). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness.h"
+#include "pass/plan.h"
+#include "runtime/bind.h"
+
+static void expressions(void **state)
+{
+    (void)state;
+    evt_graph *g = evt_graph_new();
+    evt_sym *n = evt_sym_new(g, "n", 5);
+    evt_expr *x = evt_symref(g, n);
+    int64_t sym[1] = {-7};
+    evt_eval_env env = {.sym = sym};
+    int err = 0;
+    /* floor semantics, as in the IR */
+    assert_int_equal(evt_expr_eval(evt_binop(g, EVT_E_DIV, x, evt_const(g, 2)), &env, &err), -4);
+    assert_int_equal(evt_expr_eval(evt_binop(g, EVT_E_MOD, x, evt_const(g, 2)), &env, &err), 1);
+    assert_int_equal(err, 0);
+    evt_expr_eval(evt_binop(g, EVT_E_DIV, x, evt_binop(g, EVT_E_SUB, x, x)), &env, &err);
+    assert_int_equal(err, 1); /* division by zero is reported, not a crash */
+    /* constants fold, identities vanish */
+    int64_t v;
+    assert_true(evt_expr_is_const(evt_binop(g, EVT_E_MUL, evt_const(g, 6), evt_const(g, 7)), &v) && v == 42);
+    assert_ptr_equal(evt_binop(g, EVT_E_ADD, x, evt_const(g, 0)), x);
+    assert_ptr_equal(evt_binop(g, EVT_E_MUL, evt_const(g, 1), x), x);
+    /* printing with minimal parentheses */
+    evt_printer p = {0};
+    evt_expr_print(&p, evt_binop(g, EVT_E_MUL, evt_binop(g, EVT_E_ADD, x, evt_const(g, 1)), evt_binop(g, EVT_E_SUB, x, evt_const(g, 2))), NULL);
+    assert_string_equal(p.buf, "(n + 1) * (n - 2)");
+    evt_pr_free(&p);
+    evt_expr_print(&p, evt_binop(g, EVT_E_SUB, x, evt_binop(g, EVT_E_SUB, x, evt_const(g, 2))), NULL);
+    assert_string_equal(p.buf, "n - (n - 2)");
+    evt_pr_free(&p);
+    evt_graph_free(g);
+}
+
+static evt_plan *compile_text(const char *text, evt_graph **gout, evt_compile_opts *o)
+{
+    evt_diag d;
+    evt_diag_init(&d, "t.evt");
+    evt_graph *g = evt_parse(text, strlen(text), &d);
+    if (!g) fail_msg("%s", d.text);
+    evt_plan *p;
+    if (evt_compile(g, o, &p, &d)) fail_msg("%s", d.text);
+    evt_diag_free(&d);
+    *gout = g;
+    return p;
+}
+
+static void counts_closed_form(void **state)
+{
+    (void)state;
+    const char *prog =
+        "sym n = 5 in [1, 40]\n"
+        "sym m = 3 in [1, 9]\n"
+        "tensor M : i32[n * m * 4] output = zeros\ntensor M2 : i32[n] output = zeros\n"
+        "event Row[n]\nevent Pair[(n * m + 1) / 2, m]\nevent Bcast[1]\nevent Diag[n, 2]\nevent Off[n + 2]\n"
+        "call a = mark(M) over (i, j) in [n, m] {\n"
+        "    notify Row[i]\n"                 /* m per element */
+        "    notify Pair[(i * m + j) / 2, j]\n" /* enumerated: not a projection */
+        "    notify Bcast[0]\n"                  /* n * m */
+        "    notify Diag[i, k] for k in [2]\n"  /* `for` variable: 1 each, m times */
+        "    notify Off[i + 1]\n"               /* enumerated (i + 1) */
+        "}\n"
+        "call b = mark(M2) over (i) in [n] {\n    wait Row[i]\n    wait Bcast[0]\n    wait Diag[i, 1]\n    wait Off[i]\n}\n";
+    evt_graph *g;
+    evt_compile_opts o = {.no_fuse = 1};
+    evt_plan *p = compile_text(prog, &g, &o);
+    static const char *ev[] = {"e0", "e1"};
+    evt_printer pr = {0};
+    evt_expr_print(&pr, p->ev[0].formula, ev);
+    assert_string_equal(pr.buf, "m");
+    evt_pr_free(&pr);
+    assert_null(p->ev[1].formula);   /* enumerated */
+    assert_null(p->ev[4].formula);
+    evt_expr_print(&pr, p->ev[2].formula, ev);
+    assert_string_equal(pr.buf, "n * m");
+    evt_pr_free(&pr);
+    /* every closed form equals the enumeration, at every shape */
+    for (int64_t n = 1; n <= 12; n++)
+        for (int64_t m = 1; m <= 9; m++) {
+            int64_t sym[2] = {n, m};
+            evt_bound b;
+            evt_diag d;
+            evt_diag_init(&d, "t");
+            assert_int_equal(evt_bind(p, sym, EVT_SCHED_DYNAMIC, 2, EVT_QUEUE_RR, 1, &b, &d), EVT_OK);
+            for (int e = 0; e < g->nevents; e++) {
+                if (!p->ev[e].formula) continue;
+                for (int64_t x = b.s.ev_base[e]; x < b.s.ev_base[e + 1]; x++) {
+                    int64_t idx[4] = {0};
+                    evt_shape_decode(&b.s.ev_dim[e * 4], g->events[e]->rank, x - b.s.ev_base[e], idx);
+                    evt_eval_env env = {.sym = sym, .var = idx};
+                    int err = 0;
+                    int64_t f = evt_expr_eval(p->ev[e].formula, &env, &err);
+                    if (f != b.target[x]) fail_msg("%s element %lld at n=%lld m=%lld: formula %lld, enumeration %d",
+                                                   g->events[e]->name, (long long)(x - b.s.ev_base[e]), (long long)n,
+                                                   (long long)m, (long long)f, b.target[x]);
+                }
+            }
+            evt_bound_free(&b);
+            evt_diag_free(&d);
+        }
+    evt_plan_free(p);
+    evt_graph_free(g);
+}
+
+static void division_counts(void **state)
+{
+    (void)state;
+    /* (t) -> (t / 3) over [n]: the last element may get fewer than 3 */
+    evt_graph *g;
+    evt_plan *p = compile_text("sym n = 7 in [1, 50]\ntensor M : i32[n] output = zeros\ntensor M2 : i32[n] output = zeros\nevent E[(n + 2) / 3]\n"
+                               "call a = mark(M) over (t) in [n] {\n    notify E[t / 3]\n}\n"
+                               "call b = mark(M2) over (t) in [(n + 2) / 3] {\n    wait E[t]\n}\n", &g, NULL);
+    assert_non_null(p->ev[0].formula);
+    for (int64_t n = 1; n <= 50; n++) {
+        int64_t sym[1] = {n};
+        for (int64_t e = 0; e < (n + 2) / 3; e++) {
+            int64_t idx[1] = {e};
+            evt_eval_env env = {.sym = sym, .var = idx};
+            int err = 0;
+            int64_t expect = n - 3 * e < 3 ? n - 3 * e : 3;
+            assert_int_equal(evt_expr_eval(p->ev[0].formula, &env, &err), expect);
+        }
+    }
+    evt_plan_free(p);
+    evt_graph_free(g);
+}
+
+static void fusion(void **state)
+{
+    (void)state;
+    /* predecessor-set: E and F have the same producers; successor-set: G and
+       H are always awaited together by the same consumers */
+    const char *prog =
+        "sym n = 6 in [1, 64]\n"
+        "tensor z : f32[1] input = const(1)\n"
+        "tensor X : f32[n] scratch\ntensor X2 : f32[n] scratch\n"
+        "tensor Y : f32[n] output\ntensor Z : f32[n] output\n"
+        "event E[n]\nevent F[n]\nevent G[n]\nevent H[n]\n"
+        "call a = spin(z, X, 0, 0, 1, 0, 1) over (i) in [n] {\n    notify E[i]\n    notify F[i]\n    notify G[i]\n}\n"
+        "call a2 = spin(z, X2, 0, 0, 1, 0, 1) over (i) in [n] {\n    notify H[i]\n}\n"
+        "call b = spin(X, Y, 0, 1, 1, 0, 1) over (i) in [n] {\n    wait E[i]\n    wait G[i]\n    wait H[i]\n}\n"
+        "call c = spin(X, Z, 0, 1, 1, 0, 1) over (i) in [n] {\n    wait F[i]\n    wait G[i]\n    wait H[i]\n}\n";
+    evt_graph *g;
+    evt_plan *p = compile_text(prog, &g, NULL);
+    assert_int_equal(p->nfused, 2);
+    assert_int_equal(g->nevents, 2);
+    evt_plan_free(p);
+    evt_graph_free(g);
+    evt_module *m = h_build(prog);
+    const char *sets[] = {"n=13"};
+    for (int s = 0; s < 3; s++) {
+        evt_run_opts o = {.sched = (evt_sched_kind)s, .workers = 3};
+        char *msg;
+        if (h_run_check(m, 1, sets, &o, 3, &msg)) fail_msg("%s", msg);
+        free(msg);
+    }
+    evt_module_free(m);
+    /* no fusion when a consumer needs only one of them */
+    p = compile_text("sym n = 4 in [1, 8]\ntensor M : i32[n] output = zeros\ntensor M2 : i32[n] output = zeros\n"
+                     "tensor M3 : i32[n] output = zeros\nevent E[n]\nevent F[n]\n"
+                     "call a = mark(M) over (i) in [n] {\n    notify E[i]\n}\n"
+                     "call a2 = mark(M2) over (i) in [n] {\n    wait E[i]\n    notify F[i]\n}\n"
+                     "call b = mark(M3) over (i) in [n] {\n    wait F[i]\n}\n", &g, NULL);
+    assert_int_equal(p->nfused, 0);
+    evt_plan_free(p);
+    evt_graph_free(g);
+}
+
+static void unfused_graph(void **state)
+{
+    (void)state;
+    evt_graph *g;
+    evt_plan *p = compile_text("sym n = 4 in [1, 8]\ntensor A : f32[n * 32, 64] input = random\n"
+                               "tensor P : f32[n * 32, 2] scratch\ntensor C : f32[n * 32] output\nevent E[n]\n"
+                               "call partial = rowsum_partial(A, P, 32) over (i, j) in [n, 2] {\n    notify E[i]\n}\n"
+                               "call final = rowsum_final(P, C, 32) over (i) in [n] {\n    wait E[i]\n}\n", &g, NULL);
+    evt_graph *u = evt_pass_unfuse(g);
+    evt_printer pr = {0};
+    evt_print_graph(&pr, u);
+    assert_non_null(strstr(pr.buf, "event partial_done[1]"));
+    assert_non_null(strstr(pr.buf, "    notify partial_done[0]\n"));
+    assert_non_null(strstr(pr.buf, "    wait partial_done[0]\n"));
+    assert_null(strstr(pr.buf, "event E["));
+    evt_pr_free(&pr);
+    evt_plan *pu;
+    evt_diag d;
+    evt_diag_init(&d, "u");
+    assert_int_equal(evt_compile(u, NULL, &pu, &d), EVT_OK);
+    evt_printer c = {0};
+    evt_plan_print_counts(&c, pu);
+    assert_non_null(strstr(c.buf, "partial_done[e0] count = n * 2"));
+    evt_pr_free(&c);
+    evt_plan_free(pu);
+    evt_graph_free(u);
+    evt_plan_free(p);
+    evt_graph_free(g);
+    evt_diag_free(&d);
+}
+
+static void artifacts(void **state)
+{
+    (void)state;
+    FILE *f = fopen("examples/moe_toy.evt", "rb");
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    evt_module *m = h_build(text);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/evt-art-%d.evtm", (int)getpid());
+    evt_diag d;
+    evt_diag_init(&d, "art");
+    assert_int_equal(evt_module_save(m, path, &d), EVT_OK);
+    setenv("CC", "false", 1); /* loading must not compile */
+    evt_module *l;
+    if (evt_module_load(path, &l, &d)) fail_msg("%s", d.text);
+    unsetenv("CC");
+    assert_true(evt_is_artifact(path));
+    for (int s = 0; s < 3; s++) {
+        evt_run_opts o = {.sched = (evt_sched_kind)s, .workers = 3};
+        char *msg;
+        if (h_run_check(l, 0, NULL, &o, 9, &msg)) fail_msg("from artifact: %s", msg);
+        free(msg);
+    }
+    evt_module_free(l);
+    /* a truncated artifact is rejected with a message */
+    FILE *in = fopen(path, "rb");
+    fseek(in, 0, SEEK_END);
+    long len = ftell(in);
+    fclose(in);
+    assert_int_equal(truncate(path, len / 2), 0);
+    assert_int_not_equal(evt_module_load(path, &l, &d), EVT_OK);
+    assert_non_null(strstr(d.text, "corrupt artifact"));
+    /* not an artifact at all */
+    assert_int_not_equal(evt_module_load("examples/moe_toy.evt", &l, &d), EVT_OK);
+    assert_non_null(strstr(d.text, "is not an evtc artifact"));
+    unlink(path);
+    evt_diag_free(&d);
+    evt_module_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(expressions),
+        cmocka_unit_test(counts_closed_form),
+        cmocka_unit_test(division_counts),
+        cmocka_unit_test(fusion),
+        cmocka_unit_test(unfused_graph),
+        cmocka_unit_test(artifacts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,136 @@
+/* test_runtime.c — the runtime protocol under concurrency; built a second
+ * time with ThreadSanitizer (make tsan), which then also instruments the
+ * generated kernels (EVT_CFLAGS=-fsanitize=thread is set by this test).
+ *   - the MPMC ring: many producers and consumers, nothing lost or doubled;
+ *   - every example under every schedule, with chaos delays, with more
+ *     workers than cores, many launches re-arming the counters in-kernel;
+ *   - shapes changing between launches of one module (no recompilation).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glob.h>
+#include "harness.h"
+#include "device/evt_device.h"
+
+#define PRODUCERS 4
+#define CONSUMERS 4
+#define PER_PRODUCER 20000
+
+static evt_ctx ring_ctx;
+static int32_t seen[PRODUCERS * PER_PRODUCER];
+static int32_t consumed;
+
+static void *producer(void *p)
+{
+    int id = (int)(intptr_t)p;
+    for (int i = 0; i < PER_PRODUCER; i++)
+        while (evt_push(&ring_ctx, (int64_t)id * PER_PRODUCER + i)) sched_yield(); /* full: retry */
+    return NULL;
+}
+
+static void *consumer(void *p)
+{
+    (void)p;
+    int64_t v;
+    while (__atomic_load_n(&consumed, __ATOMIC_ACQUIRE) < PRODUCERS * PER_PRODUCER) {
+        if (evt_pop(&ring_ctx, &v)) {
+            __atomic_fetch_add(&seen[v], 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&consumed, 1, __ATOMIC_RELEASE);
+        } else {
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+static void mpmc_ring(void **state)
+{
+    (void)state;
+    /* a small ring (256) so producers also hit "full" and wrap many times */
+    static evt_ring ring;
+    static evt_ring_slot slots[256];
+    ring.mask = 255;
+    ring.slots = slots;
+    for (int i = 0; i < 256; i++) slots[i].seq = i;
+    ring_ctx.ring = &ring;
+    pthread_t th[PRODUCERS + CONSUMERS];
+    for (int i = 0; i < PRODUCERS; i++) pthread_create(&th[i], NULL, producer, (void *)(intptr_t)i);
+    for (int i = 0; i < CONSUMERS; i++) pthread_create(&th[PRODUCERS + i], NULL, consumer, NULL);
+    for (int i = 0; i < PRODUCERS + CONSUMERS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < PRODUCERS * PER_PRODUCER; i++)
+        if (seen[i] != 1) fail_msg("value %d popped %d times", i, seen[i]);
+    int64_t v;
+    assert_int_equal(evt_pop(&ring_ctx, &v), 0); /* empty at the end */
+}
+
+static void examples_all_schedules(void **state)
+{
+    (void)state;
+    glob_t gl;
+    assert_int_equal(glob("examples/*.evt", 0, NULL, &gl), 0);
+    assert_true(gl.gl_pathc >= 5);
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        FILE *f = fopen(gl.gl_pathv[i], "rb");
+        char text[16384];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+        evt_module *m = h_build(text);
+        for (int s = 0; s < 4; s++)
+            for (int w = 1; w <= 9; w += 4) {
+                evt_run_opts o = {.workers = w, .chaos = (uint32_t)(s * 7 + w), .chaos_max_ns = 5000, .timeout_s = 60};
+                o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : EVT_SCHED_STATIC;
+                o.policy = s == 1 ? EVT_QUEUE_CP : EVT_QUEUE_RR;
+                char *msg;
+                evt_status st = h_run_check(m, 0, NULL, &o, (uint64_t)(i + s), &msg);
+                if (st) fail_msg("%s sched %d workers %d: %s", gl.gl_pathv[i], s, w, msg);
+                free(msg);
+            }
+        evt_module_free(m);
+    }
+    globfree(&gl);
+}
+
+/* Many launches of one module at changing shapes: counters are re-armed by
+ * the kernel itself, bound shapes are cached, nothing is recompiled. */
+static void changing_shapes(void **state)
+{
+    (void)state;
+    FILE *f = fopen("examples/split_rowsum.evt", "rb");
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    evt_module *m = h_build(text);
+    setenv("CC", "false", 1); /* any compilation from here on would fail */
+    uint32_t r = 99;
+    for (int it = 0; it < 60; it++) {
+        r = r * 1103515245u + 12345u;
+        char set[32];
+        snprintf(set, sizeof set, "n=%u", 1 + (r >> 8) % 40);
+        const char *sets[] = {set};
+        evt_run_opts o = {.sched = it % 3 == 1 ? EVT_SCHED_DYNAMIC : it % 3 == 2 ? EVT_SCHED_UNFUSED : EVT_SCHED_STATIC,
+                          .workers = 1 + (int)((r >> 4) % 16)};
+        char *msg;
+        if (h_run_check(m, 1, sets, &o, (uint64_t)it, &msg)) fail_msg("%s: %s", set, msg);
+        free(msg);
+    }
+    unsetenv("CC");
+    evt_module_free(m);
+}
+
+int main(void)
+{
+    /* instrument the generated kernels too when this binary runs under TSan */
+#if defined(__SANITIZE_THREAD__)
+    setenv("EVT_CFLAGS", "-fsanitize=thread -g -O1", 1);
+#endif
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mpmc_ring),
+        cmocka_unit_test(examples_all_schedules),
+        cmocka_unit_test(changing_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
