@@ -14,7 +14,13 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(wildcard tests/common/*.c)
 
-all: $(BUILD)/evtc $(BUILD)/libevtc.a
+EXAMPLE_BIN := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+
+all: $(BUILD)/evtc $(BUILD)/libevtc.a $(EXAMPLE_BIN)
+
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libevtc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libevtc.a -o $@ $(LDLIBS)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/evt/*.h) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)

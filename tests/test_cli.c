@@ -132,6 +132,14 @@ static void compile_then_run(void **state)
     unlink("/tmp/evt-wd.evt");
 }
 
+static void c_api_example(void **state)
+{
+    (void)state;
+    assert_int_equal(sh("build/examples/api_rowsum 37", out, sizeof out), 0);
+    assert_non_null(strstr(out, "n=37: 185 tasks"));
+    assert_non_null(strstr(out, "check: ok"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +148,7 @@ int main(void)
         cmocka_unit_test(check_and_dump),
         cmocka_unit_test(schedule_verdicts),
         cmocka_unit_test(compile_then_run),
+        cmocka_unit_test(c_api_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
