@@ -8,7 +8,8 @@
  * reads poison, so any ordering bug shows as a bitwise mismatch.
  * MoE: given routings — uniform, all to one expert, half the experts empty.
  * Every program runs at random shapes inside its bounds under static rr,
- * static cp, dynamic and unfused schedules with 1 to 64 workers.
+ * static cp, dynamic (with and without early push) and unfused schedules
+ * with 1 to 64 workers, some runs with chaos delays.
  * EVT_FUZZ_ITERS sets the number of programs per kind (default 12).
  */
 #include <stdio.h>
@@ -135,6 +136,7 @@ static void run_all_schedules(evt_module *m, const char *sym, int lo, int hi, co
             evt_run_opts o = {.workers = 1 + rnd(64), .timeout_s = 30};
             o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : EVT_SCHED_STATIC;
             o.policy = s == 1 ? EVT_QUEUE_CP : EVT_QUEUE_RR;
+            o.early_push = s == 2 && rnd(2);
             if (rnd(4) == 0) o.chaos = 1 + rnd(1000), o.chaos_max_ns = 20000;
             char *msg;
             evt_status st = h_run_check(m, 1, sets, &o, rnd(1000), &msg);

@@ -83,6 +83,7 @@ static void examples_all_schedules(void **state)
                 evt_run_opts o = {.workers = w, .chaos = (uint32_t)(s * 7 + w), .chaos_max_ns = 5000, .timeout_s = 60};
                 o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : EVT_SCHED_STATIC;
                 o.policy = s == 1 ? EVT_QUEUE_CP : EVT_QUEUE_RR;
+                o.early_push = s == 2 && w > 1;
                 char *msg;
                 evt_status st = h_run_check(m, 0, NULL, &o, (uint64_t)(i + s), &msg);
                 if (st) fail_msg("%s sched %d workers %d: %s", gl.gl_pathv[i], s, w, msg);

@@ -7,7 +7,7 @@
  *   evtc run FILE|ARTIFACT [--set N=V]... [--backend cpu|cuda|auto]
  *            [--sched static|dynamic|unfused] [--policy rr|cp] [--workers N]
  *            [--seed S] [--check] [--trace OUT.json] [--timeout SEC]
- *            [--chaos SEED] [--exact] [--repeat N] [--trust-counts]
+ *            [--chaos SEED] [--exact] [--early-push] [--repeat N] [--trust-counts]
  * Exit codes: 0 success, 1 failure (diagnostics, check failed, runtime
  * error), 2 bad command line or bad values (unknown symbol, out of bounds...).
  */
@@ -44,7 +44,7 @@ static int usage(const char *msg)
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
             "                [--sched static|dynamic|unfused] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
-            "                [--repeat N] [--trust-counts]\n");
+            "                [--early-push] [--repeat N] [--trust-counts]\n");
     return 2;
 }
 
@@ -88,6 +88,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--check")) c->check = 1;
         else if (!strcmp(a, "--counts")) c->counts = 1;
         else if (!strcmp(a, "--exact")) c->run.exact_shape = 1;
+        else if (!strcmp(a, "--early-push")) c->run.early_push = 1;
         else if (!strcmp(a, "--trust-counts")) c->copts.trust_counts = 1;
         else if (!strcmp(a, "--no-fuse")) c->copts.no_fuse = 1;
         else { fprintf(stderr, "evtc: unknown option %s\n", a); return usage(NULL); }

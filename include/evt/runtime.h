@@ -81,6 +81,7 @@ typedef struct evt_run_opts {
     const char *trace_path;    /* Chrome trace JSON, or NULL */
     uint32_t chaos;            /* nonzero: random delays (seed) */
     uint32_t chaos_max_ns;     /* bound of one delay (default 20000) */
+    int early_push;            /* dynamic: push consumers once their producers are dispatched */
 } evt_run_opts;
 
 typedef struct evt_run_stats {

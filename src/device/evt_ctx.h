@@ -100,6 +100,7 @@ typedef struct evt_ctx {
     uint32_t chaos;              /* 0 off; else seed for random delays */
     uint32_t chaos_max_ns;
     void *const *tile_fns;       /* CPU target: C tile functions by op index */
+    int32_t early_push;          /* dynamic: push consumers when producers are dispatched */
 } evt_ctx;
 
 #endif

@@ -216,10 +216,23 @@ EVT_DEV int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t de
 {
     int32_t now = evt_add_acq_rel(&C->counters[elem], delta) + delta;
     if (now != C->target[elem]) return 0;
-    if (C->mode == EVT_MODE_DYNAMIC)
+    /* with early push, static elements credited their consumers at dispatch */
+    if (C->mode == EVT_MODE_DYNAMIC && !(C->early_push && C->target[elem] != EVT_DATA_TARGET))
         for (int64_t k = C->cons_off[elem]; k < C->cons_off[elem + 1]; k++)
             evt_credit(C, W, C->cons[k]);
     return 1;
+}
+
+/* Early push (papers/000 appendix E), leader only: a producer of static
+ * element `elem` has been dispatched. When all of them have, its consumers
+ * are credited: they may be pushed before the producers finish and wait on
+ * the real counter when they run. Every task a consumer waits on was
+ * dispatched before it was pushed, so waits only point at running tasks. */
+EVT_DEV void evt_early_signal(const evt_ctx *C, evt_worker *W, int64_t elem)
+{
+    if (evt_add_acq_rel(&C->hist[elem], 1) + 1 != C->target[elem]) return;
+    for (int64_t k = C->cons_off[elem]; k < C->cons_off[elem + 1]; k++)
+        evt_credit(C, W, C->cons[k]);
 }
 
 /* Bounds check of a computed event index; raises BAD_INDEX on failure. */

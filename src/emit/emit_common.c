@@ -181,6 +181,25 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
     evt_pr(o, "    int64_t task = ");
     linear_task(o, c);
     evt_pr(o, ";\n    if (EVT_LEADER) { W->task = task; W->skip = 0; }\n");
+    /* early push: announce this task's static notifies at dispatch */
+    int early = 0;
+    for (int k = 0; k < c->nedges; k++)
+        early |= c->edges[k].kind == EVT_NOTIFY && !evt_edge_is_data(p, c, &c->edges[k]) &&
+                 p->ev[c->edges[k].event->id].kind != EVT_COUNT_DATA;
+    if (early) {
+        evt_pr(o, "    if (EVT_LEADER && C->early_push && C->mode == EVT_MODE_DYNAMIC) {\n");
+        for (int k = 0; k < c->nedges; k++) {
+            const evt_edge *e = &c->edges[k];
+            if (e->kind != EVT_NOTIFY || evt_edge_is_data(p, c, e) || p->ev[e->event->id].kind == EVT_COUNT_DATA) continue;
+            evt_pr(o, "      do { /* early notify %s (a bad index is reported at the real notify) */\n", e->event->name);
+            open_fors(o, c, e, "        ");
+            elem_of(o, c, e, "        ", "break;", 0);
+            evt_pr(o, "        evt_early_signal(C, W, elem);\n");
+            close_fors(o, e, "        ");
+            evt_pr(o, "      } while (0);\n");
+        }
+        evt_pr(o, "    }\n");
+    }
     /* arguments */
     evt_pr(o, "    evt_task_args A;\n    A.ncoord = %d; A.worker = W->id;\n", c->rank);
     evt_pr(o, "    for (int k = 0; k < 4; k++) { A.coord[k] = k < %d ? v[k] : 0; A.grid[k] = C->ext[%d + k]; }\n", c->rank, K * 4);

@@ -193,6 +193,7 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
     C.err = &err;
     C.timeout_ns = (uint64_t)((o->timeout_s > 0 ? o->timeout_s : 10.0) * 1e9);
     C.chaos = o->chaos;
+    C.early_push = o->early_push;
     C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
     if (o->trace_path) {
         trace = calloc(2 * nt + 2, sizeof(uint64_t));
