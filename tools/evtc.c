@@ -18,6 +18,7 @@
 #include "evt/evt.h"
 #include "pass/plan.h"
 #include "pass/taskgraph.h"
+#include "device/evt_ctx.h"
 
 #define MAX_SETS 64
 
@@ -171,9 +172,9 @@ static int cmd_schedule(cli *c)
     for (int w = 0; w < workers; w++) {
         printf("worker %d:", w);
         for (int64_t k = q.q_off[w]; k < q.q_off[w + 1]; k++) {
-            int call = (int)(q.q[k] >> 24);
+            int call = (int)(q.q[k] >> EVT_QCALL_SHIFT);
             int64_t coord[EVT_MAX_RANK], lin = 0;
-            evt_shape_decode(&q.ext[call * 4], g->calls[call]->rank, q.q[k] & 0xffffff, coord);
+            evt_shape_decode(&q.ext[call * 4], g->calls[call]->rank, q.q[k] & EVT_QINDEX_MASK, coord);
             for (int dd = 0; dd < g->calls[call]->rank; dd++) lin = lin * s.ext[call * 4 + dd] + coord[dd];
             char name[160];
             evt_task_name(&s, s.task_base[call] + lin, name, sizeof name);

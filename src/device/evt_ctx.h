@@ -19,8 +19,14 @@
  * (EVT_DATA_TARGET - count), notifies add 1 each, complete at EVT_DATA_TARGET. */
 #define EVT_DATA_TARGET 0x40000000
 
+/* Static queue entries: call id in the high bits, the task's linear index in
+ * its grid in the low EVT_QCALL_SHIFT bits. */
+#define EVT_QCALL_SHIFT 20
+#define EVT_QINDEX_MASK ((1u << EVT_QCALL_SHIFT) - 1u)
+#define EVT_MAX_CALLS 4095
+
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 1
+#define EVT_ABI_VERSION 2
 
 enum { EVT_MODE_STATIC = 0, EVT_MODE_DYNAMIC = 1 };
 
@@ -80,7 +86,7 @@ typedef struct evt_ctx {
     const int32_t *target;       /* [ncounters] */
 
     int32_t nworkers, mode;
-    /* static schedule: entries (call << 24 | linear index in the schedule's grid) */
+    /* static schedule: entries (call << EVT_QCALL_SHIFT | linear index in the schedule's grid) */
     const int64_t *q_off;        /* [nworkers+1] */
     const uint32_t *q;
     const int64_t *qext;         /* [ncalls*4] extents the queue was built for */

@@ -31,7 +31,7 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
     for (int64_t k = C->q_off[W->id]; k < C->q_off[W->id + 1]; k++) {
         if (evt_aborted(C)) break;
         uint32_t e = C->q[k];
-        evt_dispatch(C, W, (int)(e >> 24), (int64_t)(e & 0xffffffu), C->qext);
+        evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
         EVT_SYNC(); /* everyone has read the broadcast fields of this task */
     }
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pass/taskgraph.h"
+#include "device/evt_ctx.h"
 
 const char *evt_sched_name(evt_sched_kind k)
 {
@@ -54,7 +55,7 @@ static evt_status fill_queues(const evt_shape *s, int nworkers, const int32_t *w
     for (int64_t k = 0; k < s->ntasks; k++) {
         int64_t t = order[k];
         int64_t c = call_of(s, t);
-        out->q[fill[worker[t]]++] = (uint32_t)(c << 24) | (uint32_t)(t - s->task_base[c]);
+        out->q[fill[worker[t]]++] = (uint32_t)(c << EVT_QCALL_SHIFT) | (uint32_t)(t - s->task_base[c]);
     }
     free(fill);
     return EVT_OK;
@@ -161,9 +162,9 @@ static int64_t *queue_next(const evt_shape *s, const evt_static_sched *q, int *o
     for (int w = 0; w < q->nworkers; w++) {
         int64_t prev = -1;
         for (int64_t k = q->q_off[w]; k < q->q_off[w + 1]; k++) {
-            int c = (int)(q->q[k] >> 24);
+            int c = (int)(q->q[k] >> EVT_QCALL_SHIFT);
             int64_t coord[EVT_MAX_RANK], lin = 0;
-            evt_shape_decode(&q->ext[c * 4], g->calls[c]->rank, q->q[k] & 0xffffffu, coord);
+            evt_shape_decode(&q->ext[c * 4], g->calls[c]->rank, q->q[k] & EVT_QINDEX_MASK, coord);
             int valid = 1;
             for (int d = 0; d < g->calls[c]->rank; d++) {
                 if (coord[d] >= s->ext[c * 4 + d]) valid = 0;

@@ -5,7 +5,8 @@
 #include <string.h>
 #include "pass/plan.h"
 
-#define MAX_TASKS_PER_CALL (1 << 24) /* queue entries keep 24 bits of index */
+#include "device/evt_ctx.h"
+#define MAX_TASKS_PER_CALL (1 << EVT_QCALL_SHIFT) /* what a queue entry can index */
 
 evt_status evt_shape_init(evt_shape *s, const evt_plan *p, const int64_t *sym, evt_diag *d)
 {

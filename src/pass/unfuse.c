@@ -9,6 +9,7 @@
  * so are dependencies between tasks of one call.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "pass/plan.h"
 
@@ -17,10 +18,15 @@ evt_graph *evt_pass_unfuse(const evt_graph *src)
     evt_graph *g = evt_graph_clone(src);
     if (!g) return NULL;
     int nc = g->ncalls;
-    evt_event *done[256] = {0};
+    evt_event **done = calloc(g->ncalls + 1, sizeof *done);
+    int *need = calloc(g->ncalls + 1, sizeof *need);
+    char *triggered = calloc(g->nevents + 1, 1);
+    evt_edge *kept = NULL;
+    int kept_cap = 0;
+    if (!done || !need || !triggered) { free(done); free(need); free(triggered); evt_graph_free(g); return NULL; }
     /* which calls notify each original event */
     int nev = g->nevents;
-    for (int c = 0; c < nc && c < 256; c++) {
+    for (int c = 0; c < nc; c++) {
         evt_call *call = g->calls[c];
         int notifies = 0;
         for (int k = 0; k < call->nedges; k++) notifies |= call->edges[k].kind == EVT_NOTIFY;
@@ -32,17 +38,20 @@ evt_graph *evt_pass_unfuse(const evt_graph *src)
         evt_expr *one = evt_const(g, 1);
         done[c] = evt_event_new(g, name, 1, &one);
     }
-    char triggered[1024] = {0};
     for (int c = 0; c < nc; c++)
         for (int k = 0; k < g->calls[c]->nedges; k++)
-            if (g->calls[c]->edges[k].trigger && g->calls[c]->edges[k].event->id < 1024)
-                triggered[g->calls[c]->edges[k].event->id] = 1;
-    for (int c = 0; c < nc && c < 256; c++) {
+            if (g->calls[c]->edges[k].trigger) triggered[g->calls[c]->edges[k].event->id] = 1;
+    for (int c = 0; c < nc; c++) {
         evt_call *call = g->calls[c];
         int n = 0;
-        evt_edge kept[64];
-        int need[256] = {0};
-        for (int k = 0; k < call->nedges && k < 64; k++) {
+        memset(need, 0, nc * sizeof *need);
+        if (call->nedges > kept_cap) {
+            kept_cap = call->nedges;
+            evt_edge *t = realloc(kept, kept_cap * sizeof *kept);
+            if (!t) abort();
+            kept = t;
+        }
+        for (int k = 0; k < call->nedges; k++) {
             evt_edge *e = &call->edges[k];
             if (e->event->id >= nev) continue;
             /* trigger ranges and the notifies feeding them stay: they decide
@@ -52,12 +61,12 @@ evt_graph *evt_pass_unfuse(const evt_graph *src)
                 self |= call->edges[j].event == e->event && call->edges[j].kind != e->kind;
             if (e->trigger || self || (e->kind == EVT_NOTIFY && triggered[e->event->id])) { kept[n++] = *e; continue; }
             if (e->kind == EVT_NOTIFY) continue; /* replaced by the barrier */
-            for (int p = 0; p < nc && p < 256; p++) /* producers, as in the original program */
+            for (int p = 0; p < nc; p++) /* producers, as in the original program */
                 for (int j = 0; j < src->calls[p]->nedges; j++)
                     if (src->calls[p]->edges[j].kind == EVT_NOTIFY && src->calls[p]->edges[j].event->id == e->event->id) need[p] = 1;
         }
         call->nedges = 0;
-        for (int p = 0; p < nc && p < 256; p++)
+        for (int p = 0; p < nc; p++)
             if (need[p] && p != c) {
                 evt_expr *zero = evt_const(g, 0);
                 evt_edge *w = evt_call_add_edge(g, call, EVT_WAIT, done[p], 1, &zero);
@@ -73,6 +82,7 @@ evt_graph *evt_pass_unfuse(const evt_graph *src)
             evt_call_add_edge(g, call, EVT_NOTIFY, done[c], 1, &zero);
         }
     }
+    free(done); free(need); free(triggered); free(kept);
     /* drop events nobody uses any more */
     for (int i = 0; i < g->nevents; i++) {
         int used = 0;

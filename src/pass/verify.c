@@ -7,7 +7,9 @@
  * counts, task-level cycles) run in compile.c at the default shape.
  */
 #include <string.h>
+#include <stdlib.h>
 #include "pass/plan.h"
+#include "device/evt_ctx.h"
 
 static int uses_only_syms(const evt_expr *e)
 {
@@ -42,23 +44,43 @@ static void check_map_expr(const evt_expr *e, int nvars, const evt_call *c, evt_
     for (int i = 0; i < e->nargs; i++) check_map_expr(e->a[i], nvars, c, loc, d, bad);
 }
 
-/* Does call `from` reach call `to` through notify -> wait edges? */
-static int reaches(const evt_graph *g, int from, int to, char *seen)
+/* Call-level reachability through notify -> wait edges, computed once:
+ * reach[a * n + b] = 1 if call a precedes call b through some chain of
+ * events (a reaches itself). */
+static unsigned char *reachability(const evt_graph *g)
 {
-    if (from == to) return 1;
-    if (seen[from]) return 0;
-    seen[from] = 1;
-    const evt_call *c = g->calls[from];
-    for (int k = 0; k < c->nedges; k++) {
-        if (c->edges[k].kind != EVT_NOTIFY) continue;
-        int ev = c->edges[k].event->id;
-        for (int j = 0; j < g->ncalls; j++) {
-            const evt_call *x = g->calls[j];
-            for (int m = 0; m < x->nedges; m++)
-                if (x->edges[m].kind == EVT_WAIT && x->edges[m].event->id == ev && reaches(g, j, to, seen)) return 1;
+    int n = g->ncalls;
+    unsigned char *adj = calloc((size_t)n * n + 1, 1), *reach = calloc((size_t)n * n + 1, 1);
+    int *stack = malloc((n + 1) * sizeof(int));
+    if (!adj || !reach || !stack) { free(adj); free(reach); free(stack); return NULL; }
+    /* waiters of each event, then a -> b when a notifies what b waits on */
+    for (int b = 0; b < n; b++)
+        for (int m = 0; m < g->calls[b]->nedges; m++) {
+            if (g->calls[b]->edges[m].kind != EVT_WAIT) continue;
+            const evt_event *ev = g->calls[b]->edges[m].event;
+            for (int a = 0; a < n; a++)
+                for (int k = 0; k < g->calls[a]->nedges; k++)
+                    if (g->calls[a]->edges[k].kind == EVT_NOTIFY && g->calls[a]->edges[k].event == ev) adj[a * n + b] = 1;
+        }
+    for (int src = 0; src < n; src++) {
+        unsigned char *r = &reach[(size_t)src * n];
+        int sp = 0;
+        r[src] = 1;
+        stack[sp++] = src;
+        while (sp) {
+            int u = stack[--sp];
+            for (int v = 0; v < n; v++)
+                if (adj[(size_t)u * n + v] && !r[v]) { r[v] = 1; stack[sp++] = v; }
         }
     }
-    return 0;
+    free(adj);
+    free(stack);
+    return reach;
+}
+
+static int reaches(const evt_graph *g, const unsigned char *reach, int from, int to)
+{
+    return !reach || reach[(size_t)from * g->ncalls + to];
 }
 
 static int call_writes(const evt_call *c, const evt_tensor *t)
@@ -80,14 +102,13 @@ static void collect_loads(const evt_expr *e, const evt_tensor **out, int *n, int
 }
 
 /* A consumer reading data some other call writes must be ordered after it. */
-static void check_coverage(const evt_graph *g, const evt_call *c, const evt_tensor *t, evt_loc loc, evt_diag *d)
+static void check_coverage(const evt_graph *g, const unsigned char *reach, const evt_call *c, const evt_tensor *t,
+                           evt_loc loc, evt_diag *d)
 {
-    char seen[1024];
     for (int w = 0; w < g->ncalls; w++) {
         const evt_call *wc = g->calls[w];
         if (wc == c || !call_writes(wc, t)) continue;
-        memset(seen, 0, sizeof seen);
-        if (g->ncalls <= (int)sizeof seen && !reaches(g, w, c->id, seen))
+        if (!reaches(g, reach, w, c->id))
             evt_diag_error(d, EVT_ERR_VERIFY, loc,
                            "call %s reads %s, written by call %s, but waits on no event that orders it after %s",
                            c->name, t->name, wc->name, wc->name);
@@ -96,13 +117,12 @@ static void check_coverage(const evt_graph *g, const evt_call *c, const evt_tens
 
 /* The owner of a trigger task is found by reading indptr before the trigger
  * wait, so an earlier wait must already order the task after its writer. */
-static void check_trigger_order(const evt_graph *g, const evt_call *c, int k, evt_loc loc, evt_diag *d)
+static void check_trigger_order(const evt_graph *g, const unsigned char *reach, const evt_call *c, int k, evt_loc loc, evt_diag *d)
 {
-    char seen[1024];
     const evt_tensor *t = c->edges[k].trigger;
     for (int w = 0; w < g->ncalls; w++) {
         const evt_call *wc = g->calls[w];
-        if (wc == c || !call_writes(wc, t) || g->ncalls > (int)sizeof seen) continue;
+        if (wc == c || !call_writes(wc, t)) continue;
         int ok = 0;
         for (int j = 0; j < k && !ok; j++) {
             const evt_edge *pe = &c->edges[j];
@@ -110,10 +130,8 @@ static void check_trigger_order(const evt_graph *g, const evt_call *c, int k, ev
             /* some call that notifies pe->event is reachable from the writer */
             for (int x = 0; x < g->ncalls && !ok; x++)
                 for (int m = 0; m < g->calls[x]->nedges && !ok; m++)
-                    if (g->calls[x]->edges[m].kind == EVT_NOTIFY && g->calls[x]->edges[m].event == pe->event) {
-                        memset(seen, 0, sizeof seen);
-                        ok = reaches(g, w, x, seen);
-                    }
+                    if (g->calls[x]->edges[m].kind == EVT_NOTIFY && g->calls[x]->edges[m].event == pe->event)
+                        ok = reaches(g, reach, w, x);
         }
         if (!ok)
             evt_diag_error(d, EVT_ERR_VERIFY, loc,
@@ -122,7 +140,7 @@ static void check_trigger_order(const evt_graph *g, const evt_call *c, int k, ev
     }
 }
 
-static void verify_call(const evt_graph *g, const evt_call *c, evt_diag *d)
+static void verify_call(const evt_graph *g, const unsigned char *reach, const evt_call *c, evt_diag *d)
 {
     const evt_tile_decl *decl = evt_tile_find(c->op);
     if (!decl) {
@@ -157,7 +175,7 @@ static void verify_call(const evt_graph *g, const evt_call *c, evt_diag *d)
                                c->name, pm->name, c->op, pm->rank, t->name, t->rank);
             if ((pm->mode == EVT_PARAM_OUT || pm->mode == EVT_PARAM_INOUT) && t->role == EVT_INPUT)
                 evt_diag_error(d, EVT_ERR_VERIFY, loc, "call %s writes %s, which is declared input", c->name, t->name);
-            if (pm->mode == EVT_PARAM_IN || pm->mode == EVT_PARAM_INOUT) check_coverage(g, c, t, loc, d);
+            if (pm->mode == EVT_PARAM_IN || pm->mode == EVT_PARAM_INOUT) check_coverage(g, reach, c, t, loc, d);
         }
     }
     if (c->rank < 1)
@@ -177,8 +195,8 @@ static void verify_call(const evt_graph *g, const evt_call *c, evt_diag *d)
             if (!is_int_dtype(e->trigger->dtype) || e->trigger->rank != 1)
                 evt_diag_error(d, EVT_ERR_VERIFY, loc, "call %s: trigger tensor %s must be a 1-D i32 or i64 tensor", c->name, e->trigger->name);
             if (waited_trigger++) evt_diag_error(d, EVT_ERR_VERIFY, loc, "call %s: at most one trigger range per call", c->name);
-            check_coverage(g, c, e->trigger, loc, d);
-            check_trigger_order(g, c, k, loc, d);
+            check_coverage(g, reach, c, e->trigger, loc, d);
+            check_trigger_order(g, reach, c, k, loc, d);
             continue;
         }
         if (e->nidx != e->event->rank)
@@ -198,7 +216,7 @@ static void verify_call(const evt_graph *g, const evt_call *c, evt_diag *d)
             const evt_tensor *loads[8]; int nl = 0;
             collect_loads(e->idx[i], loads, &nl, 8);
             for (int l = 0; l < nl; l++)
-                if (!call_writes(c, loads[l])) check_coverage(g, c, loads[l], loc, d);
+                if (!call_writes(c, loads[l])) check_coverage(g, reach, c, loads[l], loc, d);
         }
         /* a task waiting on what it notifies itself can never proceed */
         if (e->kind == EVT_WAIT && !bad)
@@ -219,8 +237,8 @@ evt_status evt_pass_verify(const evt_graph *g, evt_diag *d)
     int before = d ? d->nerrors : 0;
     evt_diag local;
     if (!d) { evt_diag_init(&local, NULL); d = &local; }
-    if (g->ncalls > 255)
-        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "program has %d calls; at most 255 are supported", g->ncalls);
+    if (g->ncalls > EVT_MAX_CALLS)
+        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "program has %d calls; at most %d are supported", g->ncalls, EVT_MAX_CALLS);
     for (int i = 0; i < g->nsyms; i++) {
         const evt_sym *s = g->syms[i];
         if (s->lo > s->hi)
@@ -268,7 +286,9 @@ evt_status evt_pass_verify(const evt_graph *g, evt_diag *d)
         if (waited && !notified)
             evt_diag_error(d, EVT_ERR_VERIFY, e->loc, "event %s is waited on by call %s but no call notifies it", e->name, waiter->name);
     }
-    for (int c = 0; c < g->ncalls; c++) verify_call(g, g->calls[c], d);
+    unsigned char *reach = reachability(g);
+    for (int c = 0; c < g->ncalls; c++) verify_call(g, reach, g->calls[c], d);
+    free(reach);
     for (int a = 0; a < g->ncalls; a++)
         for (int b = a + 1; b < g->ncalls; b++)
             if (!strcmp(g->calls[a]->name, g->calls[b]->name))

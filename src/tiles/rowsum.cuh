@@ -15,11 +15,27 @@ __device__ __forceinline__ void rowsum_partial_cuda(const evt_task_args *a)
     int64_t tile = a->iarg[0], i = a->coord[0], j = a->coord[1];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     int64_t c0 = j * tile, c1 = (j + 1) * tile < cols ? (j + 1) * tile : cols;
-    for (int64_t r = i * tile + warp; r < (i + 1) * tile && r < rows; r += nwarps) {
-        float s = 0;
-        for (int64_t c = c0 + lane; c < c1; c += 32) s += A[r * cols + c];
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == 0 && j < pj) P[r * pj + j] = s;
+    int64_t rend = (i + 1) * tile < rows ? (i + 1) * tile : rows;
+    /* 8 rows per warp at a time, their loads issued together (a persistent
+     * block has few warps: latency must be hidden by independent loads) */
+    for (int64_t rb = i * tile + warp; rb < rend; rb += 8 * nwarps) {
+        float s[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) s[u] = 0;
+        for (int64_t cc = c0; cc < c1; cc += 32) {
+            int64_t c = cc + lane;
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int64_t r = rb + (int64_t)u * nwarps;
+                if (r < rend && c < c1) s[u] += A[r * cols + c];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            for (int o = 16; o > 0; o >>= 1) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+            int64_t r = rb + (int64_t)u * nwarps;
+            if (lane == 0 && r < rend && j < pj) P[r * pj + j] = s[u];
+        }
     }
 }
 
@@ -30,6 +46,7 @@ __device__ __forceinline__ void rowsum_final_cuda(const evt_task_args *a)
     int64_t rows = a->t[0].dim[0], pj = a->t[0].dim[1], tile = a->iarg[0], i = a->coord[0];
     for (int64_t r = i * tile + threadIdx.x; r < (i + 1) * tile && r < rows && r < a->t[1].dim[0]; r += blockDim.x) {
         float s = 0;
+#pragma unroll 4
         for (int64_t j = 0; j < pj; j++) s += P[r * pj + j];
         C[r] = s;
     }
