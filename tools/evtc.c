@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "evt/evt.h"
+#include "evt/models.h"
 #include "pass/plan.h"
 #include "pass/taskgraph.h"
 #include "device/evt_ctx.h"
@@ -32,6 +33,9 @@ typedef struct cli {
     evt_compile_opts copts;
     uint64_t seed;
     int check, counts, repeat;
+    /* decode */
+    const char *model, *dump, *emit_program;
+    long long batch, ctx, steps, splits, page;
 } cli;
 
 static int usage(const char *msg)
@@ -45,7 +49,10 @@ static int usage(const char *msg)
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
             "                [--sched static|dynamic|unfused] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
-            "                [--early-push] [--repeat N] [--trust-counts]\n");
+            "                [--early-push] [--repeat N] [--trust-counts]\n"
+            "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
+            "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused] [--check] [--dump DIR]\n"
+            "                [--emit-program FILE] [--splits N] [--page N] [--workers N] [--seed S]\n");
     return 2;
 }
 
@@ -63,10 +70,15 @@ static int parse_args(int argc, char **argv, cli *c)
 {
     memset(c, 0, sizeof *c);
     c->repeat = 1;
-    if (argc < 3) return usage(argc < 2 ? NULL : "missing FILE");
-    c->cmd = argv[1];
-    c->file = argv[2];
-    for (int i = 3; i < argc; i++) {
+    c->batch = 1; c->ctx = 512; c->steps = 16;
+    if (argc >= 2 && !strcmp(argv[1], "decode")) {
+        c->cmd = argv[1];
+    } else {
+        if (argc < 3) return usage(argc < 2 ? NULL : "missing FILE");
+        c->cmd = argv[1];
+        c->file = argv[2];
+    }
+    for (int i = c->file ? 3 : 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
@@ -86,6 +98,14 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--trace")) { NEED(); c->trace = v; }
         else if (!strcmp(a, "-o")) { NEED(); c->out = v; }
         else if (!strcmp(a, "--emit")) { NEED(); c->emit = v; }
+        else if (!strcmp(a, "--model")) { NEED(); c->model = v; }
+        else if (!strcmp(a, "--dump")) { NEED(); c->dump = v; }
+        else if (!strcmp(a, "--emit-program")) { NEED(); c->emit_program = v; }
+        else if (!strcmp(a, "--batch")) { NEED(); if (!parse_int(v, 1, 4096, &c->batch)) { fprintf(stderr, "evtc: --batch %s: expected 1..4096\n", v); return 2; } }
+        else if (!strcmp(a, "--ctx")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->ctx)) { fprintf(stderr, "evtc: --ctx %s: expected 1..1048576\n", v); return 2; } }
+        else if (!strcmp(a, "--steps")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->steps)) { fprintf(stderr, "evtc: --steps %s: expected 1..1048576\n", v); return 2; } }
+        else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
+        else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--check")) c->check = 1;
         else if (!strcmp(a, "--counts")) c->counts = 1;
         else if (!strcmp(a, "--exact")) c->run.exact_shape = 1;
@@ -296,6 +316,53 @@ out:
     return rc;
 }
 
+static int cmd_decode(cli *c)
+{
+    if (!c->model) return usage("decode needs --model NAME|CONFIG.json");
+    evt_diag d;
+    evt_diag_init(&d, c->model);
+    if (c->backend_auto) c->backend = evt_cuda_available() ? EVT_BACKEND_CUDA : EVT_BACKEND_CPU;
+    evt_decode_opts o = {.model = c->model, .batch = c->batch, .ctx = c->ctx, .steps = c->steps, .backend = c->backend,
+                         .run = c->run, .check = c->check, .dump_dir = c->dump};
+    o.build.attn_splits = c->splits;
+    o.build.page_size = c->page;
+    o.build.seed = c->seed + 1;
+    if (c->emit_program) {
+        evt_qwen3_config cfg;
+        if (!evt_qwen3_preset(c->model, &cfg) && evt_qwen3_load_config(c->model, &cfg, &d)) { report(&d); evt_diag_free(&d); return 2; }
+        evt_qwen3_opts bo = o.build;
+        bo.max_ctx = c->ctx + c->steps + 1;
+        char *text = evt_qwen3_program(&cfg, &bo, &d);
+        FILE *f = text ? fopen(c->emit_program, "w") : NULL;
+        int ok = f && fputs(text, f) >= 0;
+        if (f) fclose(f);
+        free(text);
+        if (!ok) { fprintf(stderr, "evtc: cannot write %s\n", c->emit_program); report(&d); evt_diag_free(&d); return 1; }
+    }
+    evt_decode_result r;
+    evt_status st = evt_decode(&o, &r, &d);
+    int rc = 0;
+    if (st && st != EVT_ERR_CHECK) {
+        report(&d);
+        rc = st == EVT_ERR_SHAPE || st == EVT_ERR_IO ? 2 : 1;
+    } else {
+        evt_qwen3_config cfg;
+        if (!evt_qwen3_preset(c->model, &cfg)) evt_qwen3_load_config(c->model, &cfg, NULL);
+        double wb = evt_qwen3_weight_bytes(&cfg);
+        printf("decode %s: batch %lld, ctx %lld, %lld steps, %s schedule on %s: %.3f ms/token (first step %.3f ms), "
+               "%lld tasks/step, weights %.3f GB/step (%.1f GB/s)\n",
+               c->model, c->batch, c->ctx, c->steps, evt_sched_name(c->run.sched), evt_backend_name(o.backend), r.ms_per_token,
+               r.first_ms, (long long)r.ntasks, wb / 1e9, r.ms_per_token > 0 ? wb / 1e6 / r.ms_per_token : 0);
+        if (c->check) {
+            if (st == EVT_ERR_CHECK) { printf("check: FAILED\n"); report(&d); rc = 1; }
+            else printf("check: ok (%lld steps %s the sequential reference)\n", (long long)r.steps_checked,
+                        o.backend == EVT_BACKEND_CPU ? "bitwise equal to" : "within relative error 2e-2 of");
+        }
+    }
+    evt_diag_free(&d);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) { usage(NULL); return 0; }
@@ -307,6 +374,7 @@ int main(int argc, char **argv)
     if (!strcmp(c.cmd, "schedule")) return cmd_schedule(&c);
     if (!strcmp(c.cmd, "compile")) return cmd_compile(&c);
     if (!strcmp(c.cmd, "run")) return cmd_run(&c);
+    if (!strcmp(c.cmd, "decode")) return cmd_decode(&c);
     fprintf(stderr, "evtc: unknown command '%s'\n", c.cmd);
     return usage(NULL);
 }

@@ -15,4 +15,15 @@ void evt_tile_moe_expert(const evt_task_args *a);
 void evt_tile_moe_combine(const evt_task_args *a);
 void evt_tile_chain_step(const evt_task_args *a);
 void evt_tile_mark(const evt_task_args *a);
+void evt_tile_embed(const evt_task_args *a);
+void evt_tile_rmsnorm(const evt_task_args *a);
+void evt_tile_linear(const evt_task_args *a);
+void evt_tile_linear_res(const evt_task_args *a);
+void evt_tile_mlp_up(const evt_task_args *a);
+void evt_tile_q_rope(const evt_task_args *a);
+void evt_tile_k_rope_append(const evt_task_args *a);
+void evt_tile_attn_split(const evt_task_args *a);
+void evt_tile_attn_merge(const evt_task_args *a);
+void evt_tile_argmax_part(const evt_task_args *a);
+void evt_tile_argmax_final(const evt_task_args *a);
 #endif

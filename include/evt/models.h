@@ -1,0 +1,79 @@
+/* evt/models.h — model builders: one decode step of an LLM as an Event
+ * Tensor program, and a decode driver (evtc decode).
+ *
+ *   evt_qwen3_config c;
+ *   evt_qwen3_preset("qwen3-0.6b", &c)  or  evt_qwen3_load_config("config.json", &c, &d);
+ *   char *text = evt_qwen3_program(&c, &opts);      // .evt text; evt_parse() it
+ *
+ * The program has one symbol, B (batch, 1..max_batch): one compiled kernel
+ * serves every batch size. Per-request context lengths live in the `pos`
+ * tensor; the KV cache is paged (`bt` maps request b's page j to a page).
+ * Fine-grained events: q_rope(b, h) waits only on the QKV tile holding head
+ * h, and runs beside k_rope_append(b, g); attention splits of (b, h) wait on
+ * Q[b, h] and KV[b, h / group]; the argmax of a vocabulary chunk waits on
+ * the LM-head tile that produced it.
+ */
+#ifndef EVT_MODELS_H
+#define EVT_MODELS_H
+
+#include "evt/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Field names follow Hugging Face config.json. */
+typedef struct evt_qwen3_config {
+    char name[64];
+    int64_t hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim;
+    int64_t intermediate_size, vocab_size;
+    double rms_norm_eps, rope_theta;
+    int tie_word_embeddings;
+} evt_qwen3_config;
+
+/* qwen3-0.6b, qwen3-1.7b, qwen3-8b. Returns 0 for an unknown name. */
+int evt_qwen3_preset(const char *name, evt_qwen3_config *c);
+/* Reads a config.json (missing head_dim: hidden / heads). */
+evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d);
+
+typedef struct evt_qwen3_opts {
+    int64_t max_batch;     /* bound of B (default 128) */
+    int64_t max_ctx;       /* cache capacity per request, tokens (default 1024) */
+    int64_t page_size;     /* tokens per KV page (default 16) */
+    int64_t attn_splits;   /* split-KV partitions per (request, head) (default 4) */
+    int64_t target_tasks;  /* linear tiles aim for about this many tasks (default 264) */
+    uint64_t seed;         /* weights and cache contents */
+} evt_qwen3_opts;
+
+/* The .evt program of one decode step (malloc'd), or NULL on bad config. */
+char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *o, evt_diag *d);
+/* Weight bytes streamed per step (the bandwidth floor's numerator). */
+double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
+
+/* ---- the decode driver ------------------------------------------------ */
+
+typedef struct evt_decode_opts {
+    const char *model;     /* preset name or path to config.json */
+    int64_t batch, ctx, steps;
+    evt_backend backend;
+    evt_run_opts run;
+    int check;             /* compare every step with the sequential reference */
+    const char *dump_dir;  /* write inputs, weights and per-step tokens here */
+    int quiet;
+    evt_qwen3_opts build;
+} evt_decode_opts;
+
+typedef struct evt_decode_result {
+    double ms_per_token;   /* mean over steps after the first */
+    double first_ms;
+    int64_t steps_checked; /* steps compared with the reference (check) */
+    int check_failed;
+    int64_t ntasks;
+} evt_decode_result;
+
+evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

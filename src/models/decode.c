@@ -1,0 +1,198 @@
+/* decode.c — the decode driver behind `evtc decode`: builds the model's
+ * decode-step program, fills weights and a prefilled paged KV cache with
+ * deterministic random values, runs S steps (each one persistent launch;
+ * next -> tok, pos + 1 between steps), optionally checks every step against
+ * the sequential reference and dumps everything for the PyTorch reference. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "evt/models.h"
+#include "evt/front.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int tensor_id(const evt_graph *g, const char *name)
+{
+    const evt_tensor *t = evt_graph_find_tensor(g, name);
+    return t ? t->id : -1;
+}
+
+/* Sets each request's position (context lengths differ a little) and copies
+ * the state of one buffer set to the other. */
+static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx)
+{
+    int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL);
+    for (int64_t r = 0; r < B; r++) pos[r] = (int32_t)(ctx > 4 ? ctx - r % 4 : ctx);
+}
+
+static void advance(const evt_graph *g, evt_buffers *b, int64_t B)
+{
+    int32_t *tok = evt_buffers_data(b, tensor_id(g, "tok"), NULL);
+    int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL);
+    const int32_t *next = evt_buffers_data(b, tensor_id(g, "next"), NULL);
+    for (int64_t r = 0; r < B; r++) { tok[r] = next[r]; pos[r]++; }
+}
+
+static evt_status write_tensor(const char *dir, const char *file, const void *p, size_t n, evt_diag *d)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n) {
+        if (f) fclose(f);
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
+    }
+    return fclose(f) ? evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path) : EVT_OK;
+}
+
+static void json_tensor(FILE *m, const evt_graph *g, evt_buffers *b, int id, const char *file, int first)
+{
+    const evt_tensor *t = g->tensors[id];
+    const int64_t *dims = evt_buffers_dims(b, id);
+    fprintf(m, "%s\n    {\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", first ? "" : ",", t->name, evt_dtype_name(t->dtype));
+    for (int k = 0; k < t->rank; k++) fprintf(m, k ? ", %lld" : "%lld", (long long)dims[k]);
+    fprintf(m, "], \"file\": \"%s\"}", file);
+}
+
+/* State before step 0: every weight, cache and input tensor. */
+static evt_status dump_inputs(const char *dir, const evt_qwen3_config *c, const evt_decode_opts *o, const evt_graph *g,
+                              evt_buffers *b, FILE **manifest, evt_diag *d)
+{
+    if (mkdir(dir, 0777) && errno != EEXIST)
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot create %s", dir);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *m = fopen(path, "w");
+    if (!m) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
+    fprintf(m, "{\n  \"config\": {\"hidden_size\": %lld, \"num_hidden_layers\": %lld, \"num_attention_heads\": %lld, "
+               "\"num_key_value_heads\": %lld, \"head_dim\": %lld, \"intermediate_size\": %lld, \"vocab_size\": %lld, "
+               "\"rms_norm_eps\": %.17g, \"rope_theta\": %.17g, \"tie_word_embeddings\": %s},\n",
+            (long long)c->hidden_size, (long long)c->num_hidden_layers, (long long)c->num_attention_heads,
+            (long long)c->num_key_value_heads, (long long)c->head_dim, (long long)c->intermediate_size,
+            (long long)c->vocab_size, c->rms_norm_eps, c->rope_theta, c->tie_word_embeddings ? "true" : "false");
+    const int64_t *btd = evt_buffers_dims(b, tensor_id(g, "bt"));
+    const int64_t *kcd = evt_buffers_dims(b, tensor_id(g, "l0_kc"));
+    fprintf(m, "  \"batch\": %lld, \"ctx\": %lld, \"steps\": %lld, \"page_size\": %lld, \"max_pages\": %lld,\n  \"tensors\": [",
+            (long long)o->batch, (long long)o->ctx, (long long)o->steps, (long long)kcd[1], (long long)btd[1]);
+    int first = 1;
+    for (int i = 0; i < g->ntensors; i++) {
+        const evt_tensor *t = g->tensors[i];
+        int cache = strstr(t->name, "_kc") || strstr(t->name, "_vc");
+        if (t->role != EVT_INPUT && t->role != EVT_WEIGHT && !cache) continue;
+        char file[160];
+        snprintf(file, sizeof file, "%s.bin", t->name);
+        size_t n;
+        void *p = evt_buffers_data(b, i, &n);
+        evt_status st = write_tensor(dir, file, p, n, d);
+        if (st) { fclose(m); return st; }
+        json_tensor(m, g, b, i, file, first);
+        first = 0;
+    }
+    fprintf(m, "\n  ],\n");
+    *manifest = m;
+    return EVT_OK;
+}
+
+evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    evt_qwen3_config c;
+    evt_status st = EVT_OK;
+    if (!evt_qwen3_preset(o->model, &c) && (st = evt_qwen3_load_config(o->model, &c, d))) return st;
+    if (o->batch < 1 || o->ctx < 1 || o->steps < 1)
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
+    evt_qwen3_opts bo = o->build;
+    if (!bo.max_batch) bo.max_batch = o->batch > 128 ? o->batch : 128;
+    if (o->batch > bo.max_batch)
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch %lld exceeds the program's bound %lld",
+                              (long long)o->batch, (long long)bo.max_batch);
+    if (!bo.max_ctx) bo.max_ctx = o->ctx + o->steps + 1;
+    if (o->ctx + o->steps >= bo.max_ctx)
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: ctx + steps must stay below the cache capacity %lld",
+                              (long long)bo.max_ctx);
+    char *text = evt_qwen3_program(&c, &bo, d);
+    if (!text) return EVT_ERR_VERIFY;
+    evt_graph *g = evt_parse(text, strlen(text), d);
+    free(text);
+    if (!g) return EVT_ERR_VERIFY;
+    double t0 = now_s();
+    evt_module *m = NULL;
+    st = evt_module_build(g, o->backend, NULL, o->run.sched == EVT_SCHED_UNFUSED, &m, d);
+    if (st) return st;
+    const evt_graph *mg = evt_module_graph(m);
+    if (!o->quiet)
+        fprintf(stderr, "decode: %s, %d calls, built for %s in %.1f s\n", c.name, mg->ncalls, evt_backend_name(o->backend), now_s() - t0);
+    int64_t sym[1] = {o->batch};
+    evt_buffers *b = NULL, *ref = NULL;
+    FILE *manifest = NULL;
+    int32_t *tokens = NULL;
+    t0 = now_s();
+    st = evt_buffers_new(mg, sym, o->build.seed, 0xff, &b, d);
+    if (!st && o->check) st = evt_buffers_new(mg, sym, o->build.seed, 0xfe, &ref, d);
+    if (st) goto out;
+    init_positions(mg, b, o->batch, o->ctx);
+    if (ref) init_positions(mg, ref, o->batch, o->ctx);
+    if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, now_s() - t0);
+    if (o->dump_dir && (st = dump_inputs(o->dump_dir, &c, o, mg, b, &manifest, d))) goto out;
+    tokens = calloc((size_t)(o->steps * o->batch + 1), sizeof(int32_t));
+    double sum = 0, last_report = now_s();
+    for (int64_t s = 0; s < o->steps; s++) {
+        evt_run_stats rs;
+        if ((st = evt_module_run(m, sym, b, &o->run, &rs, d))) goto out;
+        r->ntasks = rs.ntasks;
+        if (s == 0) r->first_ms = rs.launch_ms;
+        else sum += rs.launch_ms;
+        memcpy(tokens + s * o->batch, evt_buffers_data(b, tensor_id(mg, "next"), NULL), o->batch * sizeof(int32_t));
+        if (o->check) {
+            if ((st = evt_reference_run(m, sym, ref, d))) goto out;
+            evt_printer pr = {0};
+            int bad = evt_buffers_compare(mg, b, ref, o->backend == EVT_BACKEND_CPU ? 0 : 2e-2, &pr);
+            if (bad) {
+                r->check_failed = 1;
+                evt_diag_error(d, EVT_ERR_CHECK, (evt_loc){0, 0}, "step %lld differs from the reference: %s", (long long)s,
+                               pr.buf ? pr.buf : "");
+            }
+            evt_pr_free(&pr);
+            r->steps_checked++;
+            advance(mg, ref, o->batch);
+        }
+        if (s == 0 && manifest) {
+            size_t n;
+            fprintf(manifest, "  \"step0\": [");
+            void *p = evt_buffers_data(b, tensor_id(mg, "logits"), &n);
+            if ((st = write_tensor(o->dump_dir, "step0_logits.bin", p, n, d))) goto out;
+            json_tensor(manifest, mg, b, tensor_id(mg, "logits"), "step0_logits.bin", 1);
+            p = evt_buffers_data(b, tensor_id(mg, "next"), &n);
+            if ((st = write_tensor(o->dump_dir, "step0_next.bin", p, n, d))) goto out;
+            json_tensor(manifest, mg, b, tensor_id(mg, "next"), "step0_next.bin", 0);
+            fprintf(manifest, "\n  ],\n");
+        }
+        advance(mg, b, o->batch);
+        if (!o->quiet && now_s() - last_report > 1.0) {
+            fprintf(stderr, "decode: step %lld/%lld, last %.3f ms\n", (long long)s + 1, (long long)o->steps, rs.launch_ms);
+            last_report = now_s();
+        }
+    }
+    r->ms_per_token = o->steps > 1 ? sum / (double)(o->steps - 1) : r->first_ms;
+    if (manifest) {
+        st = write_tensor(o->dump_dir, "tokens.bin", tokens, (size_t)(o->steps * o->batch) * sizeof(int32_t), d);
+        fprintf(manifest, "  \"tokens\": {\"file\": \"tokens.bin\", \"dtype\": \"i32\", \"shape\": [%lld, %lld]}\n}\n",
+                (long long)o->steps, (long long)o->batch);
+    }
+    if (!st && r->check_failed) st = EVT_ERR_CHECK;
+out:
+    if (manifest) fclose(manifest);
+    free(tokens);
+    evt_buffers_free(b);
+    evt_buffers_free(ref);
+    evt_module_free(m);
+    return st;
+}

@@ -1,0 +1,226 @@
+/* qwen3.c — the Qwen3 dense decode step as an Event Tensor program.
+ *
+ * Per layer i (x_i is the residual stream, B rows):
+ *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[b]        notifies H_i[b]
+ *   qkvproj linear(h, Wqkv) -> qkv       over (head)    waits H_i[all b]    notifies QKV_i[head]
+ *   qr     q_rope(qkv) -> q             over (b, h)    waits QKV_i[h]      notifies Q_i[b, h]
+ *   kr     k_rope_append(qkv) -> cache  over (b, g)    waits QKV_i[nh+g], QKV_i[nh+nkv+g]  notifies KV_i[b, g]
+ *   at     attn_split -> part           over (b, h, s) waits Q_i[b, h], KV_i[b, h/group]   notifies P_i[b, h]
+ *   am     attn_merge -> o              over (b, h)    waits P_i[b, h]     notifies AT_i[0]
+ *   oproj  linear_res(o, Wo, x_i) -> xa over (nb)      waits AT_i[0]       notifies XA_i[all b]
+ *   n2     rmsnorm(xa) -> h2            over (b)       waits XA_i[b]       notifies H2_i[b]
+ *   up     mlp_up(h2, Wg, Wu) -> a      over (nb)      waits H2_i[all b]   notifies A_i[0]
+ *   dn     linear_res(a, Wd, xa) -> x_{i+1}  over (nb) waits A_i[0]        notifies X_{i+1}[all b]
+ * then the final norm, the LM head (tiles of the vocabulary), a per-chunk
+ * argmax waiting only on its LM-head tile, and the final argmax.
+ * Weights are uniform in +-sqrt(3 / fan_in) (unit-variance activations), the
+ * paged KV cache holds random values: prefilled to `ctx` tokens.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "evt/models.h"
+
+int evt_qwen3_preset(const char *name, evt_qwen3_config *c)
+{
+    static const evt_qwen3_config presets[] = {
+        {"qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 1e-6, 1e6, 1},
+        {"qwen3-1.7b", 2048, 28, 16, 8, 128, 6144, 151936, 1e-6, 1e6, 1},
+        {"qwen3-8b", 4096, 36, 32, 8, 128, 12288, 151936, 1e-6, 1e6, 0},
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(name, presets[i].name)) { *c = presets[i]; return 1; }
+    return 0;
+}
+
+static int get_int(cJSON *j, const char *key, int64_t *out, int required)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!v) return !required;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble != floor(v->valuedouble)) return 0;
+    *out = (int64_t)v->valuedouble;
+    return 1;
+}
+
+evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot open model config %s", path);
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (!buf) return EVT_ERR_NOMEM;
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    if (!j) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s is not valid JSON", path);
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", path);
+    static const char *req[] = {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size"};
+    int64_t *dst[] = {&c->hidden_size, &c->num_hidden_layers, &c->num_attention_heads, &c->intermediate_size, &c->vocab_size};
+    evt_status st = EVT_OK;
+    for (int i = 0; i < 5 && !st; i++)
+        if (!get_int(j, req[i], dst[i], 1))
+            st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: '%s' must be a positive integer", path, req[i]);
+    c->num_key_value_heads = c->num_attention_heads;
+    if (!st && !get_int(j, "num_key_value_heads", &c->num_key_value_heads, 0))
+        st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: 'num_key_value_heads' must be a positive integer", path);
+    c->head_dim = c->num_attention_heads ? c->hidden_size / c->num_attention_heads : 0;
+    if (!st && !get_int(j, "head_dim", &c->head_dim, 0))
+        st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: 'head_dim' must be a positive integer", path);
+    cJSON *v;
+    c->rms_norm_eps = (v = cJSON_GetObjectItem(j, "rms_norm_eps")) && cJSON_IsNumber(v) ? v->valuedouble : 1e-6;
+    c->rope_theta = (v = cJSON_GetObjectItem(j, "rope_theta")) && cJSON_IsNumber(v) ? v->valuedouble : 1e6;
+    c->tie_word_embeddings = (v = cJSON_GetObjectItem(j, "tie_word_embeddings")) && cJSON_IsTrue(v);
+    cJSON_Delete(j);
+    if (!st && (c->num_attention_heads % c->num_key_value_heads || c->head_dim % 2 || c->head_dim > 1024))
+        st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0},
+                            "%s: heads must be a multiple of kv heads, head_dim even and at most 1024", path);
+    return st;
+}
+
+double evt_qwen3_weight_bytes(const evt_qwen3_config *c)
+{
+    double H = c->hidden_size, hd = c->head_dim, nh = c->num_attention_heads, nkv = c->num_key_value_heads;
+    double layer = H * (nh + 2 * nkv) * hd + nh * hd * H + 3 * H * c->intermediate_size + 2 * H + 2 * hd;
+    return 2.0 * (layer * c->num_hidden_layers + (double)c->vocab_size * H + H);
+}
+
+/* Tile width: about `target` tasks, a power of two in [1, 256]. */
+static int64_t pick_tn(int64_t n, int64_t target)
+{
+    int64_t want = (n + target - 1) / target, tn = 1;
+    while (tn < want && tn < 256) tn *= 2;
+    return tn;
+}
+
+#define P(...) evt_pr(&o, __VA_ARGS__)
+
+char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
+{
+    evt_qwen3_opts def = {128, 1024, 16, 4, 264, 1};
+    evt_qwen3_opts op = opt ? *opt : def;
+    if (op.max_batch <= 0) op.max_batch = def.max_batch;
+    if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
+    if (op.page_size <= 0) op.page_size = def.page_size;
+    if (op.attn_splits <= 0) op.attn_splits = def.attn_splits;
+    if (op.target_tasks <= 0) op.target_tasks = def.target_tasks;
+    int64_t H = c->hidden_size, L = c->num_hidden_layers, nh = c->num_attention_heads, nkv = c->num_key_value_heads;
+    int64_t hd = c->head_dim, I = c->intermediate_size, V = c->vocab_size;
+    if (H <= 0 || L <= 0 || nh <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 2 || hd > 1024 || I <= 0 || V <= 0) {
+        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "model %s: invalid configuration", c->name);
+        return NULL;
+    }
+    int64_t MP = (op.max_ctx + op.page_size - 1) / op.page_size, S = op.attn_splits, G = nh / nkv;
+    int64_t nqkv = (nh + 2 * nkv) * hd;
+    int64_t tn_o = pick_tn(H, op.target_tasks), tn_up = pick_tn(I, op.target_tasks), tn_dn = pick_tn(H, op.target_tasks);
+    int64_t tn_lm = pick_tn(V, op.target_tasks), NC = (V + tn_lm - 1) / tn_lm;
+    long long eps = llround(c->rms_norm_eps * 1e12), theta = llround(c->rope_theta);
+    uint64_t sd = op.seed * 1000;
+    evt_printer o = {0};
+    P("# %s: one decode step. hidden %lld, %lld layers, %lld/%lld heads of %lld, mlp %lld, vocab %lld\n",
+      c->name, (long long)H, (long long)L, (long long)nh, (long long)nkv, (long long)hd, (long long)I, (long long)V);
+    P("sym B = 1 in [1, %lld]\n\n", (long long)op.max_batch);
+    P("tensor tok : i32[B] input = random(seed=%llu, lo=0, hi=%lld)\n", (unsigned long long)sd + 1, (long long)V);
+    P("tensor pos : i32[B] input = const(%lld)\n", (long long)(op.max_ctx / 2));
+    P("tensor bt : i32[B, %lld] input = range\n", (long long)MP);
+#define WEIGHT(name, shape, fan) \
+    P("tensor %s : bf16[%s] weight = random(seed=%llu, lo=%.9g, hi=%.9g)\n", name, shape, (unsigned long long)++sd, \
+      -sqrt(3.0 / (fan)), sqrt(3.0 / (fan)))
+    char nm[64], shp[128];
+    snprintf(shp, sizeof shp, "%lld, %lld", (long long)V, (long long)H);
+    P("tensor embed : bf16[%s] weight = random(seed=%llu, lo=-1, hi=1)\n", shp, (unsigned long long)++sd);
+    for (int64_t l = 0; l < L; l++) {
+        P("tensor l%lld_in_norm : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)H, (unsigned long long)++sd);
+        snprintf(nm, sizeof nm, "l%lld_wqkv", (long long)l);
+        snprintf(shp, sizeof shp, "%lld, %lld", (long long)nqkv, (long long)H);
+        WEIGHT(nm, shp, (double)H);
+        P("tensor l%lld_q_norm : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)hd, (unsigned long long)++sd);
+        P("tensor l%lld_k_norm : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)hd, (unsigned long long)++sd);
+        snprintf(nm, sizeof nm, "l%lld_wo", (long long)l);
+        snprintf(shp, sizeof shp, "%lld, %lld", (long long)H, (long long)(nh * hd));
+        WEIGHT(nm, shp, (double)(nh * hd));
+        P("tensor l%lld_post_norm : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)H, (unsigned long long)++sd);
+        snprintf(shp, sizeof shp, "%lld, %lld", (long long)I, (long long)H);
+        snprintf(nm, sizeof nm, "l%lld_wg", (long long)l);
+        WEIGHT(nm, shp, (double)H);
+        snprintf(nm, sizeof nm, "l%lld_wu", (long long)l);
+        WEIGHT(nm, shp, (double)H);
+        snprintf(nm, sizeof nm, "l%lld_wd", (long long)l);
+        snprintf(shp, sizeof shp, "%lld, %lld", (long long)H, (long long)I);
+        WEIGHT(nm, shp, (double)I);
+        for (int kv = 0; kv < 2; kv++)
+            P("tensor l%lld_%s : bf16[B * %lld, %lld, %lld, %lld] scratch = random(seed=%llu, lo=-1, hi=1)\n", (long long)l,
+              kv ? "vc" : "kc", (long long)MP, (long long)op.page_size, (long long)nkv, (long long)hd, (unsigned long long)++sd);
+    }
+    P("tensor final_norm : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)H, (unsigned long long)++sd);
+    const char *lm = "embed";
+    if (!c->tie_word_embeddings) {
+        snprintf(shp, sizeof shp, "%lld, %lld", (long long)V, (long long)H);
+        WEIGHT("lm_head", shp, (double)H);
+        lm = "lm_head";
+    }
+    /* activations */
+    for (int64_t l = 0; l <= L; l++) P("tensor x%lld : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+    for (int64_t l = 0; l < L; l++) {
+        P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+        P("tensor l%lld_qkv : bf16[B, %lld] scratch\n", (long long)l, (long long)nqkv);
+        P("tensor l%lld_q : bf16[B, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)hd);
+        P("tensor l%lld_part : f32[B, %lld, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)S, (long long)(hd + 2));
+        P("tensor l%lld_o : bf16[B, %lld] scratch\n", (long long)l, (long long)(nh * hd));
+        P("tensor l%lld_xa : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+        P("tensor l%lld_h2 : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+        P("tensor l%lld_a : bf16[B, %lld] scratch\n", (long long)l, (long long)I);
+    }
+    P("tensor hf : bf16[B, %lld] scratch\n", (long long)H);
+    P("tensor logits : bf16[B, %lld] output\n", (long long)V);
+    P("tensor pv : f32[B, %lld] scratch\n", (long long)NC);
+    P("tensor pi : i32[B, %lld] scratch\n", (long long)NC);
+    P("tensor next : i32[B] output\n\n");
+    /* events */
+    for (int64_t l = 0; l <= L; l++) P("event X%lld[B]\n", (long long)l);
+    for (int64_t l = 0; l < L; l++) {
+        P("event H%lld[B]\nevent QKV%lld[%lld]\nevent Q%lld[B, %lld]\nevent KV%lld[B, %lld]\n", (long long)l, (long long)l,
+          (long long)(nh + 2 * nkv), (long long)l, (long long)nh, (long long)l, (long long)nkv);
+        P("event P%lld[B, %lld]\nevent AT%lld[1]\nevent XA%lld[B]\nevent H2%lld[B]\nevent A%lld[1]\n", (long long)l,
+          (long long)nh, (long long)l, (long long)l, (long long)l, (long long)l);
+    }
+    P("event HF[B]\nevent LM[%lld]\nevent AP[B]\n\n", (long long)NC);
+    /* calls */
+    P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify X0[b]\n}\n");
+    for (int64_t l = 0; l < L; l++) {
+        long long i = (long long)l;
+        P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait X%lld[b]\n    notify H%lld[b]\n}\n",
+          i, i, i, i, eps, i, i);
+        P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld] prefetch {\n"
+          "    wait H%lld[r] for r in [B]\n    notify QKV%lld[nb]\n}\n", i, i, i, i, (long long)hd, (long long)(nh + 2 * nkv), i, i);
+        P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
+          "    wait QKV%lld[h]\n    notify Q%lld[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, i, i);
+        P("call l%lld_kr = k_rope_append(l%lld_qkv, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, %lld, %lld, %lld) over (b, g) in [B, %lld] {\n"
+          "    wait QKV%lld[%lld + g]\n    wait QKV%lld[%lld + g]\n    notify KV%lld[b, g]\n}\n",
+          i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, i, (long long)nh, i, (long long)(nh + nkv), i);
+        P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %lld] {\n"
+          "    wait Q%lld[b, h]\n    wait KV%lld[b, h / %lld]\n    notify P%lld[b, h]\n}\n",
+          i, i, i, i, i, (long long)nh, (long long)S, i, i, (long long)G, i);
+        P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait P%lld[b, h]\n    notify AT%lld[0]\n}\n",
+          i, i, i, (long long)nh, i, i);
+        P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld] prefetch {\n"
+          "    wait AT%lld[0]\n    notify XA%lld[r] for r in [B]\n}\n", i, i, i, i, i, (long long)tn_o, (long long)((H + tn_o - 1) / tn_o), i, i);
+        P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait XA%lld[b]\n    notify H2%lld[b]\n}\n",
+          i, i, i, i, eps, i, i);
+        P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld] prefetch {\n"
+          "    wait H2%lld[r] for r in [B]\n    notify A%lld[0]\n}\n", i, i, i, i, i, (long long)tn_up, (long long)((I + tn_up - 1) / tn_up), i, i);
+        P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld] prefetch {\n"
+          "    wait A%lld[0]\n    notify X%lld[r] for r in [B]\n}\n", i, i, i, i, i + 1, (long long)tn_dn, (long long)((H + tn_dn - 1) / tn_dn), i, i + 1);
+    }
+    P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait X%lld[b]\n    notify HF[b]\n}\n",
+      (long long)L, eps, (long long)L);
+    P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld] prefetch {\n    wait HF[r] for r in [B]\n    notify LM[nb]\n}\n",
+      lm, (long long)tn_lm, (long long)NC);
+    P("call amax = argmax_part(logits, pv, pi, %lld) over (b, c) in [B, %lld] {\n    wait LM[c]\n    notify AP[b]\n}\n",
+      (long long)tn_lm, (long long)NC);
+    P("call pick = argmax_final(pv, pi, next) over (b) in [B] {\n    wait AP[b]\n}\n");
+    return o.buf;
+}

@@ -1,0 +1,219 @@
+/* llm.c — decode-step tile operators for dense transformers (Qwen3), C
+ * reference. bf16 storage, f32 accumulation, one rounding to bf16 per output.
+ * Floating-point parameters arrive as integers: eps_e12 = eps * 1e12,
+ * theta = RoPE base.
+ *
+ *   embed(tok[B], E[V, H], x[B, H])                     over (b)
+ *   rmsnorm(x[B, H], w[H], y[B, H], eps_e12)            over (b)
+ *   linear(x[B, K], W[N, K], y[B, N], tn)               over (nb): y[:, nb*tn..] = x W^T
+ *   linear_res(x[B, K], W[N, K], r[B, N], y[B, N], tn)  over (nb): y = r + x W^T
+ *   mlp_up(x[B, K], Wg[I, K], Wu[I, K], a[B, I], tn)    over (nb): a = silu(x Wg^T) * (x Wu^T)
+ *   q_rope(qkv[B, Nqkv], wq[hd], pos[B], q[B, nh, hd], eps_e12, theta)   over (b, h)
+ *       per-head RMSNorm of q head h, then rotate-half RoPE at position pos[b]
+ *   k_rope_append(qkv, wk[hd], pos[B], bt[B, MP], kc[NP, PS, nkv, hd], vc[...], nh, eps_e12, theta)
+ *                                                        over (b, g)
+ *       per-head RMSNorm + RoPE of k head g; k and v head g written to the
+ *       paged cache at position pos[b]: page bt[b, pos / PS], slot pos % PS
+ *   attn_split(q[B, nh, hd], kc, vc, bt, pos, part[B, nh, S, hd + 2])  over (b, h, s)
+ *       split s of positions 0..pos[b]: running max, sum and unnormalised
+ *       output of softmax(q k / sqrt(hd)) v, for the kv head h / (nh / nkv)
+ *   attn_merge(part[B, nh, S, hd + 2], o[B, nh * hd])   over (b, h)
+ *   argmax_part(logits[B, V], pv[B, NC], pi[B, NC], chunk)   over (b, c)
+ *   argmax_final(pv[B, NC], pi[B, NC], next[B])          over (b): lowest index wins ties
+ */
+#include <math.h>
+#include <string.h>
+#include "tiles/tiles_cpu.h"
+#include "runtime/half.h"
+
+typedef uint16_t bf16;
+static inline float ld(const bf16 *p, int64_t i) { return evt_bf16_to_f32(p[i]); }
+static inline void st(bf16 *p, int64_t i, float v) { p[i] = evt_f32_to_bf16(v); }
+
+void evt_tile_embed(const evt_task_args *a)
+{
+    const int32_t *tok = a->t[0].ptr;
+    const bf16 *E = a->t[1].ptr;
+    bf16 *x = a->t[2].ptr;
+    int64_t b = a->coord[0], V = a->t[1].dim[0], H = a->t[1].dim[1];
+    int64_t t = tok[b];
+    if (t < 0 || t >= V) t = 0; /* out-of-vocabulary ids read row 0 */
+    memcpy(x + b * H, E + t * H, H * sizeof(bf16));
+}
+
+static float rms_scale(const bf16 *x, int64_t n, int64_t eps_e12)
+{
+    float ss = 0;
+    for (int64_t i = 0; i < n; i++) { float v = ld(x, i); ss += v * v; }
+    return 1.0f / sqrtf(ss / (float)n + (float)eps_e12 * 1e-12f);
+}
+
+void evt_tile_rmsnorm(const evt_task_args *a)
+{
+    const bf16 *x = a->t[0].ptr, *w = a->t[1].ptr;
+    bf16 *y = a->t[2].ptr;
+    int64_t b = a->coord[0], H = a->t[0].dim[1];
+    float s = rms_scale(x + b * H, H, a->iarg[0]);
+    for (int64_t i = 0; i < H; i++) st(y, b * H + i, ld(x, b * H + i) * s * ld(w, i));
+}
+
+static float dot(const bf16 *x, const bf16 *w, int64_t K)
+{
+    float s = 0;
+    for (int64_t k = 0; k < K; k++) s += ld(x, k) * ld(w, k);
+    return s;
+}
+
+void evt_tile_linear(const evt_task_args *a)
+{
+    const bf16 *x = a->t[0].ptr, *W = a->t[1].ptr;
+    bf16 *y = a->t[2].ptr;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], tn = a->iarg[0];
+    for (int64_t n = a->coord[0] * tn; n < (a->coord[0] + 1) * tn && n < N; n++)
+        for (int64_t b = 0; b < B; b++) st(y, b * N + n, dot(x + b * K, W + n * K, K));
+}
+
+void evt_tile_linear_res(const evt_task_args *a)
+{
+    const bf16 *x = a->t[0].ptr, *W = a->t[1].ptr, *r = a->t[2].ptr;
+    bf16 *y = a->t[3].ptr;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], tn = a->iarg[0];
+    for (int64_t n = a->coord[0] * tn; n < (a->coord[0] + 1) * tn && n < N; n++)
+        for (int64_t b = 0; b < B; b++) st(y, b * N + n, ld(r, b * N + n) + dot(x + b * K, W + n * K, K));
+}
+
+void evt_tile_mlp_up(const evt_task_args *a)
+{
+    const bf16 *x = a->t[0].ptr, *Wg = a->t[1].ptr, *Wu = a->t[2].ptr;
+    bf16 *out = a->t[3].ptr;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], I = a->t[1].dim[0], tn = a->iarg[0];
+    for (int64_t n = a->coord[0] * tn; n < (a->coord[0] + 1) * tn && n < I; n++)
+        for (int64_t b = 0; b < B; b++) {
+            float g = dot(x + b * K, Wg + n * K, K), u = dot(x + b * K, Wu + n * K, K);
+            st(out, b * I + n, g / (1.0f + expf(-g)) * u);
+        }
+}
+
+/* RMSNorm over one head (weight w) then rotate-half RoPE at position p. */
+static void norm_rope(const bf16 *in, const bf16 *w, int64_t hd, int64_t p, int64_t eps_e12, int64_t theta, float *out)
+{
+    float s = rms_scale(in, hd, eps_e12);
+    float v[1024];
+    for (int64_t i = 0; i < hd && i < 1024; i++) v[i] = ld(in, i) * s * ld(w, i);
+    int64_t half = hd / 2;
+    for (int64_t i = 0; i < half; i++) {
+        double inv = pow((double)theta, -2.0 * (double)i / (double)hd);
+        double ang = (double)p * inv;
+        float c = (float)cos(ang), sn = (float)sin(ang);
+        out[i] = v[i] * c - v[i + half] * sn;
+        out[i + half] = v[i + half] * c + v[i] * sn;
+    }
+}
+
+void evt_tile_q_rope(const evt_task_args *a)
+{
+    const bf16 *qkv = a->t[0].ptr, *w = a->t[1].ptr;
+    const int32_t *pos = a->t[2].ptr;
+    bf16 *q = a->t[3].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], nh = a->t[3].dim[1], hd = a->t[3].dim[2], N = a->t[0].dim[1];
+    float out[1024];
+    norm_rope(qkv + b * N + h * hd, w, hd, pos[b], a->iarg[0], a->iarg[1], out);
+    for (int64_t i = 0; i < hd; i++) st(q, (b * nh + h) * hd + i, out[i]);
+}
+
+static int64_t cache_off(const evt_task_args *a, int ti_bt, int ti_cache, int64_t b, int64_t t, int64_t g)
+{
+    const int32_t *bt = a->t[ti_bt].ptr;
+    int64_t MP = a->t[ti_bt].dim[1], PS = a->t[ti_cache].dim[1], nkv = a->t[ti_cache].dim[2], hd = a->t[ti_cache].dim[3];
+    int64_t page = bt[b * MP + t / PS];
+    return ((page * PS + t % PS) * nkv + g) * hd;
+}
+
+void evt_tile_k_rope_append(const evt_task_args *a)
+{
+    const bf16 *qkv = a->t[0].ptr, *w = a->t[1].ptr;
+    const int32_t *pos = a->t[2].ptr;
+    bf16 *kc = a->t[4].ptr, *vc = a->t[5].ptr;
+    int64_t b = a->coord[0], g = a->coord[1], N = a->t[0].dim[1];
+    int64_t nkv = a->t[4].dim[2], hd = a->t[4].dim[3], nh = a->iarg[0];
+    float out[1024];
+    norm_rope(qkv + b * N + (nh + g) * hd, w, hd, pos[b], a->iarg[1], a->iarg[2], out);
+    int64_t off = cache_off(a, 3, 4, b, pos[b], g);
+    for (int64_t i = 0; i < hd; i++) {
+        st(kc, off + i, out[i]);
+        vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
+    }
+}
+
+void evt_tile_attn_split(const evt_task_args *a)
+{
+    const bf16 *q = a->t[0].ptr, *kc = a->t[1].ptr, *vc = a->t[2].ptr;
+    const int32_t *pos = a->t[4].ptr;
+    float *part = a->t[5].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
+    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], nkv = a->t[1].dim[2], S = a->t[5].dim[2];
+    int64_t g = h / (nh / nkv), L = (int64_t)pos[b] + 1, chunk = (L + S - 1) / S;
+    int64_t lo = s * chunk, hi = lo + chunk < L ? lo + chunk : L;
+    float m = -INFINITY, l = 0, o[1024] = {0};
+    float scale = 1.0f / sqrtf((float)hd);
+    const bf16 *qh = q + (b * nh + h) * hd;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t off = cache_off(a, 3, 1, b, t, g);
+        float sc = dot(qh, kc + off, hd) * scale;
+        float mn = sc > m ? sc : m;
+        float corr = expf(m - mn), p = expf(sc - mn);
+        l = l * corr + p;
+        for (int64_t i = 0; i < hd; i++) o[i] = o[i] * corr + p * ld(vc, off + i);
+        m = mn;
+    }
+    float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
+    dst[0] = m;
+    dst[1] = l;
+    for (int64_t i = 0; i < hd; i++) dst[2 + i] = o[i];
+}
+
+void evt_tile_attn_merge(const evt_task_args *a)
+{
+    const float *part = a->t[0].ptr;
+    bf16 *o = a->t[1].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
+    const float *p = part + (b * nh + h) * S * (hd + 2);
+    float M = -INFINITY;
+    for (int64_t s = 0; s < S; s++) if (p[s * (hd + 2)] > M) M = p[s * (hd + 2)];
+    float L = 0, acc[1024] = {0};
+    for (int64_t s = 0; s < S; s++) {
+        const float *ps = p + s * (hd + 2);
+        if (ps[1] == 0) continue; /* empty split */
+        float w = expf(ps[0] - M);
+        L += ps[1] * w;
+        for (int64_t i = 0; i < hd; i++) acc[i] += ps[2 + i] * w;
+    }
+    for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, L > 0 ? acc[i] / L : 0);
+}
+
+void evt_tile_argmax_part(const evt_task_args *a)
+{
+    const bf16 *logits = a->t[0].ptr;
+    float *pv = a->t[1].ptr;
+    int32_t *pi = a->t[2].ptr;
+    int64_t b = a->coord[0], c = a->coord[1], V = a->t[0].dim[1], NC = a->t[1].dim[1], chunk = a->iarg[0];
+    float best = -INFINITY;
+    int64_t bi = c * chunk;
+    for (int64_t v = c * chunk; v < (c + 1) * chunk && v < V; v++)
+        if (ld(logits, b * V + v) > best) { best = ld(logits, b * V + v); bi = v; }
+    pv[b * NC + c] = best;
+    pi[b * NC + c] = (int32_t)bi;
+}
+
+void evt_tile_argmax_final(const evt_task_args *a)
+{
+    const float *pv = a->t[0].ptr;
+    const int32_t *pi = a->t[1].ptr;
+    int32_t *next = a->t[2].ptr;
+    int64_t b = a->coord[0], NC = a->t[0].dim[1];
+    float best = -INFINITY;
+    int32_t bi = 0;
+    for (int64_t c = 0; c < NC; c++)
+        if (pv[b * NC + c] > best) { best = pv[b * NC + c]; bi = pi[b * NC + c]; }
+    next[b] = bi;
+}
