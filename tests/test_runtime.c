@@ -20,27 +20,22 @@
 
 static evt_ctx ring_ctx;
 static int32_t seen[PRODUCERS * PER_PRODUCER];
-static int32_t consumed;
 
 static void *producer(void *p)
 {
     int id = (int)(intptr_t)p;
     for (int i = 0; i < PER_PRODUCER; i++)
-        while (evt_push(&ring_ctx, (int64_t)id * PER_PRODUCER + i)) sched_yield(); /* full: retry */
+        assert_int_equal(evt_push(&ring_ctx, (int64_t)id * PER_PRODUCER + i), 0); /* waits while full */
     return NULL;
 }
 
 static void *consumer(void *p)
 {
-    (void)p;
+    evt_worker w = {.id = (int)(intptr_t)p};
     int64_t v;
-    while (__atomic_load_n(&consumed, __ATOMIC_ACQUIRE) < PRODUCERS * PER_PRODUCER) {
-        if (evt_pop(&ring_ctx, &v)) {
-            __atomic_fetch_add(&seen[v], 1, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&consumed, 1, __ATOMIC_RELEASE);
-        } else {
-            sched_yield();
-        }
+    for (int i = 0; i < PRODUCERS * PER_PRODUCER / CONSUMERS; i++) {
+        assert_int_equal(evt_pop(&ring_ctx, &w, &v), 1); /* blocks until its ticket is filled */
+        __atomic_fetch_add(&seen[v], 1, __ATOMIC_RELAXED);
     }
     return NULL;
 }
@@ -48,21 +43,27 @@ static void *consumer(void *p)
 static void mpmc_ring(void **state)
 {
     (void)state;
-    /* a small ring (256) so producers also hit "full" and wrap many times */
+    /* a small ring (256): producers wait for free slots and wrap many times */
     static evt_ring ring;
     static evt_ring_slot slots[256];
+    static int32_t abort_flag, outstanding;
+    static evt_error err;
     ring.mask = 255;
     ring.slots = slots;
     for (int i = 0; i < 256; i++) slots[i].seq = i;
     ring_ctx.ring = &ring;
+    ring_ctx.abort_flag = &abort_flag;
+    ring_ctx.outstanding = &outstanding;
+    ring_ctx.err = &err;
+    ring_ctx.timeout_ns = 60ull * 1000000000ull;
     pthread_t th[PRODUCERS + CONSUMERS];
     for (int i = 0; i < PRODUCERS; i++) pthread_create(&th[i], NULL, producer, (void *)(intptr_t)i);
-    for (int i = 0; i < CONSUMERS; i++) pthread_create(&th[PRODUCERS + i], NULL, consumer, NULL);
+    for (int i = 0; i < CONSUMERS; i++) pthread_create(&th[PRODUCERS + i], NULL, consumer, (void *)(intptr_t)i);
     for (int i = 0; i < PRODUCERS + CONSUMERS; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < PRODUCERS * PER_PRODUCER; i++)
         if (seen[i] != 1) fail_msg("value %d popped %d times", i, seen[i]);
-    int64_t v;
-    assert_int_equal(evt_pop(&ring_ctx, &v), 0); /* empty at the end */
+    assert_int_equal(ring.enq, ring.deq); /* every ticket served */
+    assert_int_equal(err.kind, 0);
 }
 
 static void examples_all_schedules(void **state)

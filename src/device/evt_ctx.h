@@ -8,7 +8,9 @@
  *
  * Mutable per-launch state lives in one int32 array `state` that the kernel
  * zeroes itself at the end of a successful launch (no host memset between
- * launches):  [counters | pending | histograms | arm_done | outstanding | done_workers]
+ * launches):
+ *   [counters | pending | histograms | arm_done | outstanding | terminated | done_workers]
+ * (evt_ctx_place_state in src/runtime/bind.c is the one place that lays it out)
  */
 #ifndef EVT_CTX_H
 #define EVT_CTX_H
@@ -26,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 2
+#define EVT_ABI_VERSION 3
 
 enum { EVT_MODE_STATIC = 0, EVT_MODE_DYNAMIC = 1 };
 
@@ -51,8 +53,13 @@ typedef struct evt_error {
     int64_t target;
 } evt_error;
 
-/* Bounded MPMC ring (Vyukov): per-slot sequence numbers, 64-bit positions.
- * Persistent across launches: positions keep increasing, nothing to reset. */
+/* Bounded MPMC ring with tickets: a push or pop takes its position with one
+ * fetch-add (no compare-and-swap retries under contention), then waits for
+ * its slot's sequence number (Vyukov's per-slot protocol). A pop blocks until
+ * its slot is filled; workers leave on an exit sentinel (EVT_RING_EXIT).
+ * Persistent across launches: positions keep increasing, nothing to reset.
+ * Capacity >= tasks + workers of a launch (evt_ring_capacity). */
+#define EVT_RING_EXIT (-1)
 typedef struct evt_ring_slot { int64_t seq; int64_t val; } evt_ring_slot;
 typedef struct evt_ring {
     int64_t enq;                 /* next enqueue position */
@@ -82,6 +89,7 @@ typedef struct evt_ctx {
     int32_t *hist;               /* data-dependent counts under construction */
     int32_t *arm_done;           /* [ncalls] finished tasks of arming calls */
     int32_t *outstanding;        /* dynamic: pushed but not finished */
+    int32_t *terminated;         /* dynamic: the exit sentinels were pushed */
     int32_t *done_workers;
     const int32_t *target;       /* [ncounters] */
 

@@ -39,6 +39,9 @@ EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
 { return evt_aref64(*p).compare_exchange_strong(expect, desired, cuda::memory_order_relaxed); }
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return evt_aref32(*p).compare_exchange_strong(expect, desired, cuda::memory_order_acq_rel); }
+EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p).fetch_add(v, cuda::memory_order_relaxed); }
+EVT_DEV int32_t evt_add_seq_cst(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_seq_cst); }
+EVT_DEV int32_t evt_load_seq_cst(int32_t *p) { return evt_aref32(*p).load(cuda::memory_order_seq_cst); }
 EVT_DEV void evt_fence(void) { __threadfence(); }
 EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
@@ -65,6 +68,9 @@ EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
 { return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED); }
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
+EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+EVT_DEV int32_t evt_add_seq_cst(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+EVT_DEV int32_t evt_load_seq_cst(int32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 EVT_DEV void evt_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 EVT_DEV uint64_t evt_now_ns(void)
 {
@@ -89,6 +95,7 @@ typedef struct evt_worker {
     uint32_t rng;
     int32_t skip;      /* broadcast: the current task is not valid / aborted */
     int32_t arm;       /* broadcast: this task arms data-dependent events */
+    int32_t stop;      /* broadcast: leave the loop (launch aborted / done) */
     int64_t task;      /* broadcast: current global task id */
     int64_t entry;     /* broadcast: next queue entry (-1 none, -2 exit) */
     int64_t scratch[4];
@@ -151,51 +158,60 @@ EVT_DEV int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int64
 
 /* ---- ready queue ---------------------------------------------------- */
 
+/* Leader only. Never fails: the ring holds every task and sentinel of a
+ * launch, so the slot is free (its previous lap was consumed). */
 EVT_DEV int evt_push(const evt_ctx *C, int64_t task)
 {
     evt_ring *r = C->ring;
-    int64_t pos = evt_load64_relaxed(&r->enq);
-    for (;;) {
-        evt_ring_slot *s = &r->slots[pos & r->mask];
-        int64_t seq = evt_load64_acquire(&s->seq);
-        int64_t dif = seq - pos;
-        if (dif == 0) {
-            if (evt_cas64(&r->enq, pos, pos + 1)) {
-                s->val = task;
-                evt_store64_release(&s->seq, pos + 1);
-                return 0;
-            }
-            pos = evt_load64_relaxed(&r->enq);
-        } else if (dif < 0) {
-            return 1; /* full: capacity is sized to the task count, so a bug */
-        } else {
-            pos = evt_load64_relaxed(&r->enq);
-        }
+    int64_t pos = evt_add64_relaxed(&r->enq, 1);
+    evt_ring_slot *s = &r->slots[pos & r->mask];
+    uint32_t backoff = 32;
+    while (evt_load64_acquire(&s->seq) != pos) {
+        if (evt_aborted(C)) return 1;
+        evt_pause(backoff);
+        if (backoff < 256) backoff *= 2;
     }
+    s->val = task;
+    evt_store64_release(&s->seq, pos + 1);
+    return 0;
 }
 
-/* Returns 1 and the task, or 0 when the ring is empty. */
-EVT_DEV int evt_pop(const evt_ctx *C, int64_t *task)
+/* Leader only. Takes a ticket and waits for its slot: returns 1 and the task
+ * (or EVT_RING_EXIT), or 0 if the launch was aborted or the watchdog fired
+ * while waiting (no task became ready for timeout_ns). */
+EVT_DEV int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
 {
     evt_ring *r = C->ring;
-    int64_t pos = evt_load64_relaxed(&r->deq);
-    for (;;) {
-        evt_ring_slot *s = &r->slots[pos & r->mask];
-        int64_t seq = evt_load64_acquire(&s->seq);
-        int64_t dif = seq - (pos + 1);
-        if (dif == 0) {
-            if (evt_cas64(&r->deq, pos, pos + 1)) {
-                *task = s->val;
-                evt_store64_release(&s->seq, pos + r->mask + 1);
-                return 1;
+    int64_t pos = evt_add64_relaxed(&r->deq, 1);
+    evt_ring_slot *s = &r->slots[pos & r->mask];
+    int64_t seq = evt_load64_acquire(&s->seq);
+    if (seq != pos + 1) {
+        uint64_t start = evt_now_ns();
+        uint32_t backoff = 32;
+        for (uint32_t spin = 0; (seq = evt_load64_acquire(&s->seq)) != pos + 1; spin++) {
+            if (evt_aborted(C)) return 0;
+            evt_pause(backoff);
+            if (backoff < 256) backoff *= 2;
+            if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
+                evt_raise(C, EVT_KERR_QUEUE_TIMEOUT, W->id, -1, -1, -1, 0, evt_load_relaxed(C->outstanding), 0);
+                return 0;
             }
-            pos = evt_load64_relaxed(&r->deq);
-        } else if (dif < 0) {
-            return 0;
-        } else {
-            pos = evt_load64_relaxed(&r->deq);
         }
     }
+    *task = s->val;
+    evt_store64_release(&s->seq, pos + r->mask + 1);
+    return 1;
+}
+
+/* Dynamic termination: every worker has seeded and nothing is outstanding.
+ * Whoever sees that first (a completing task or the last seeder; the seq_cst
+ * operations make sure at least one does) pushes one exit sentinel per
+ * worker; the CAS makes sure only one does. */
+EVT_DEV void evt_maybe_finish(const evt_ctx *C)
+{
+    if (evt_load_seq_cst(C->done_workers) < C->nworkers || evt_load_seq_cst(C->outstanding) != 0) return;
+    if (!evt_cas32(C->terminated, 0, 1)) return;
+    for (int w = 0; w < C->nworkers; w++) evt_push(C, EVT_RING_EXIT);
 }
 
 /* Dynamic mode: one wait element of `task` is complete; push it when all are. */
@@ -203,10 +219,10 @@ EVT_DEV void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
 {
     int32_t done = evt_add_acq_rel(&C->pending[task], 1) + 1;
     if (done == C->pend_target[task]) {
-        evt_add_acq_rel(C->outstanding, 1);
-        if (evt_push(C, task))
-            evt_raise(C, EVT_KERR_QUEUE_FULL, W->id, -1, -1, task, 0, 0, 0);
+        evt_add_seq_cst(C->outstanding, 1);
+        evt_push(C, task);
     }
+    (void)W;
 }
 
 /* Leader only. Adds `delta` to a counter; if that completes it (dynamic mode),

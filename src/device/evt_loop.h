@@ -9,7 +9,8 @@
  *
  * Static mode: worker w runs entries q[q_off[w] .. q_off[w+1]) in order.
  * Dynamic mode: workers seed the ring with the ready tasks (seeds), then pop
- * until the ring is empty and no task is outstanding (pushed, not finished).
+ * (blocking) until they pop an exit sentinel, pushed once every worker has
+ * seeded and no task is outstanding (pushed, not finished).
  * The last worker to finish zeroes the per-launch state for the next launch.
  */
 #ifndef EVT_LOOP_H
@@ -26,10 +27,21 @@ EVT_DEV int evt_call_of_task(const evt_ctx *C, int64_t task)
     return lo;
 }
 
+/* Control decisions are made by the leader and broadcast, so that every
+ * thread of a block takes the same branch at each barrier. */
+EVT_DEV int evt_block_stop(const evt_ctx *C, evt_worker *W)
+{
+    if (EVT_LEADER) W->stop = evt_aborted(C);
+    EVT_SYNC();
+    int stop = W->stop;
+    EVT_SYNC();
+    return stop;
+}
+
 EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
 {
     for (int64_t k = C->q_off[W->id]; k < C->q_off[W->id + 1]; k++) {
-        if (evt_aborted(C)) break;
+        if (evt_block_stop(C, W)) break;
         uint32_t e = C->q[k];
         evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
         EVT_SYNC(); /* everyone has read the broadcast fields of this task */
@@ -41,39 +53,19 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
     if (EVT_LEADER) {
         int64_t mine = 0;
         for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) mine++;
-        if (mine) evt_add_acq_rel(C->outstanding, (int32_t)mine);
-        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers)
-            if (evt_push(C, C->seeds[k]))
-                evt_raise(C, EVT_KERR_QUEUE_FULL, W->id, -1, -1, C->seeds[k], 0, 0, 0);
-        /* done_workers counts seeding workers first (0..nworkers), then the
-         * workers that finished (nworkers..2*nworkers): nobody may conclude
-         * "no work left" before every worker has counted its seeds in */
-        evt_add_acq_rel(C->done_workers, 1);
+        if (mine) evt_add_seq_cst(C->outstanding, (int32_t)mine);
+        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) evt_push(C, C->seeds[k]);
+        /* done_workers counts the workers that have seeded (0..nworkers), then
+           those that have left (nworkers..2*nworkers) */
+        evt_add_seq_cst(C->done_workers, 1);
+        evt_maybe_finish(C);
     }
     for (;;) {
         if (EVT_LEADER) {
-            uint64_t idle_since = 0;
-            uint32_t backoff = 32;
-            int64_t task;
-            for (;;) {
-                if (evt_pop(C, &task)) { W->entry = task; break; }
-                if (evt_aborted(C) ||
-                    (evt_load_acquire(C->done_workers) >= C->nworkers && evt_load_acquire(C->outstanding) == 0)) {
-                    W->entry = -2;
-                    break;
-                }
-                uint64_t now = evt_now_ns();
-                if (!idle_since) idle_since = now;
-                else if (now - idle_since > C->timeout_ns) {
-                    evt_raise(C, EVT_KERR_QUEUE_TIMEOUT, W->id, -1, -1, -1, 0,
-                              evt_load_relaxed(C->outstanding), 0);
-                    W->entry = -2;
-                    break;
-                }
-                evt_pause(backoff);
-                if (backoff < 512) backoff *= 2;
-            }
-            if (W->entry >= 0) evt_chaos(C, W); /* chaos: delay after pop */
+            int64_t task = EVT_RING_EXIT;
+            if (!evt_pop(C, W, &task)) task = EVT_RING_EXIT; /* aborted */
+            W->entry = task;
+            if (task >= 0) evt_chaos(C, W); /* chaos: delay after pop */
         }
         EVT_SYNC();
         int64_t task = W->entry;
@@ -81,7 +73,10 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
         int call = evt_call_of_task(C, task);
         evt_dispatch(C, W, call, task - C->task_base[call], C->ext);
         EVT_SYNC();
-        if (EVT_LEADER) evt_add_acq_rel(C->outstanding, -1);
+        if (EVT_LEADER) {
+            evt_add_seq_cst(C->outstanding, -1);
+            evt_maybe_finish(C);
+        }
     }
 }
 
@@ -98,27 +93,27 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
     if (C->mode == EVT_MODE_STATIC) evt_run_static(C, W);
     else evt_run_dynamic(C, W);
 
-    /* The last worker out re-arms the state for the next launch. */
+    /* The last worker out checks the counters and re-arms the state. */
     EVT_SYNC();
-    if (EVT_LEADER)
-        W->arm = evt_add_acq_rel(C->done_workers, 1) + 1 == (C->mode == EVT_MODE_DYNAMIC ? 2 : 1) * C->nworkers;
+    if (EVT_LEADER) {
+        int total = (C->mode == EVT_MODE_DYNAMIC ? 2 : 1) * C->nworkers;
+        W->arm = evt_add_acq_rel(C->done_workers, 1) + 1 == total;
+    }
     EVT_SYNC();
-    if (W->arm && !evt_aborted(C)) {
-        /* Every counter must have reached its target: otherwise some task never
-           ran (dynamic quiescence with a stuck event) or ran too early (too
-           many notifies). Either is an error, never a silent result. */
-        for (int64_t i = EVT_TID; i < C->ncounters; i += EVT_NTHREADS) {
-            int32_t v = evt_load_relaxed(&C->counters[i]);
-            if (v != C->target[i]) { evt_raise(C, EVT_KERR_INCOMPLETE, W->id, -1, -1, -1, i, v, C->target[i]); break; }
-        }
-        EVT_SYNC();
+    if (!W->arm || evt_block_stop(C, W)) return;
+    /* Every counter must have reached its target: otherwise some task never
+       ran (dynamic quiescence with a stuck event) or ran too early (too many
+       notifies). Either is an error, never a silent result. */
+    for (int64_t i = EVT_TID; i < C->ncounters; i += EVT_NTHREADS) {
+        int32_t v = evt_load_relaxed(&C->counters[i]);
+        if (v != C->target[i]) { evt_raise(C, EVT_KERR_INCOMPLETE, W->id, -1, -1, -1, i, v, C->target[i]); break; }
     }
-    if (W->arm && !evt_aborted(C)) {
-        int64_t n = C->state_len - 1; /* done_workers is the last word */
-        for (int64_t i = EVT_TID; i < n; i += EVT_NTHREADS) C->state[i] = 0;
-        EVT_SYNC();
-        if (EVT_LEADER) evt_store_relaxed(C->done_workers, 0);
-    }
+    EVT_SYNC();
+    if (evt_block_stop(C, W)) return;
+    int64_t n = C->state_len - 1; /* done_workers is the last word */
+    for (int64_t i = EVT_TID; i < n; i += EVT_NTHREADS) C->state[i] = 0;
+    EVT_SYNC();
+    if (EVT_LEADER) evt_store_relaxed(C->done_workers, 0);
 }
 
 #endif

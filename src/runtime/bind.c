@@ -145,7 +145,7 @@ evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched,
         }
         free(bsym);
     }
-    b->state_len = 2 * b->s.ncounters + b->s.ntasks + p->g->ncalls + 2;
+    b->state_len = 2 * b->s.ncounters + b->s.ntasks + p->g->ncalls + 3;
     b->bind_ms = now_ms() - t0;
     if (st) evt_bound_free(b);
     return st;
@@ -173,6 +173,26 @@ void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
     C->cons_off = b->cons_off; C->cons = b->cons; C->pend_target = b->pend_target;
     C->seeds = b->seeds; C->nseeds = b->nseeds;
     C->state_len = b->state_len;
+}
+
+void evt_ctx_place_state(evt_ctx *C, int32_t *state, const evt_bound *b)
+{
+    int64_t nc = b->s.ncounters, nt = b->s.ntasks;
+    C->state = state;
+    C->counters = state;
+    C->pending = C->counters + nc;
+    C->hist = C->pending + nt;
+    C->arm_done = C->hist + nc;
+    C->outstanding = C->arm_done + b->s.p->g->ncalls;
+    C->terminated = C->outstanding + 1;
+    C->done_workers = C->terminated + 1; /* last word: zeroed separately */
+}
+
+int64_t evt_ring_capacity(const evt_bound *b)
+{
+    int64_t cap = 64;
+    while (cap < b->s.ntasks + b->nworkers + 1) cap *= 2;
+    return cap;
 }
 
 void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *counters, char *buf, size_t n)

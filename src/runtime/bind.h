@@ -41,6 +41,11 @@ int evt_bucket_shape(const evt_graph *g, const int64_t *sym, int64_t *out);
 /* Fills the parts of a ctx that come from the bound plan (host pointers). */
 void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C);
 
+/* Points the per-launch state fields of C into `state` (the one layout). */
+void evt_ctx_place_state(evt_ctx *C, int32_t *state, const evt_bound *b);
+/* Ring slots a launch needs: a power of two >= tasks + workers + 1. */
+int64_t evt_ring_capacity(const evt_bound *b);
+
 /* Message for a kernel-reported error ("watchdog: task final(2) ..."). */
 void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *counters, char *buf, size_t n);
 

@@ -131,8 +131,7 @@ static evt_status ensure_rt(evt_module *m, const evt_bound *b, evt_diag *d)
         rt->state = calloc(b->state_len + 1, sizeof(int32_t)); /* fresh memory is zero */
         rt->state_cap = rt->state ? b->state_len : 0;
     }
-    int64_t cap = 64;
-    while (cap < b->s.ntasks + 1) cap *= 2;
+    int64_t cap = evt_ring_capacity(b);
     if (rt->ring_cap < cap) {
         free(rt->ring.slots);
         evt_ring_slot *slots = malloc(cap * sizeof(evt_ring_slot));
@@ -177,14 +176,8 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
     for (int i = 0; i < v->p->nops; i++) fns[i] = (void *)v->p->ops[i]->cpu;
     C.tensors = tensors;
     C.tile_fns = fns;
-    int64_t nc = b->s.ncounters, nt = b->s.ntasks;
-    C.state = rt->state;
-    C.counters = rt->state;
-    C.pending = C.counters + nc;
-    C.hist = C.pending + nt;
-    C.arm_done = C.hist + nc;
-    C.outstanding = C.arm_done + g->ncalls;
-    C.done_workers = C.outstanding + 1;
+    int64_t nt = b->s.ntasks;
+    evt_ctx_place_state(&C, rt->state, b);
     C.ring = &rt->ring;
     int32_t abort_flag = 0;
     evt_error err;

@@ -407,8 +407,7 @@ static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *
     evt_status st = buf_ensure(&rt->state, (size_t)(b->state_len + 1) * sizeof(int32_t), &grown, d);
     if (st) return st;
     if (grown) CK(G.cu.MemsetD8(rt->state.p, 0, rt->state.cap)); /* the only zeroing, at allocation */
-    int64_t cap = 64;
-    while (cap < b->s.ntasks + 1) cap *= 2;
+    int64_t cap = evt_ring_capacity(b);
     if (rt->ring_cap < cap) {
         if ((st = buf_ensure(&rt->ring_hdr, sizeof(evt_ring), NULL, d))) return st;
         if ((st = buf_ensure(&rt->ring_slots, cap * sizeof(evt_ring_slot), NULL, d))) return st;
@@ -573,21 +572,15 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     /* ctx */
     cuda_bound *cb = be->dev;
     evt_ctx C = cb->tmpl;
-    int64_t nc = b->s.ncounters, nt = b->s.ntasks;
-    int32_t *state = (int32_t *)(uintptr_t)rt->state.p;
+    int64_t nt = b->s.ntasks;
     C.tensors = (evt_tensor_ref *)(uintptr_t)rt->tref.p;
-    C.state = state;
-    C.counters = state;
-    C.pending = state + nc;
-    C.hist = C.pending + nt;
-    C.arm_done = C.hist + nc;
-    C.outstanding = C.arm_done + g->ncalls;
-    C.done_workers = C.outstanding + 1;
+    evt_ctx_place_state(&C, (int32_t *)(uintptr_t)rt->state.p, b);
     C.ring = (evt_ring *)(uintptr_t)rt->ring_hdr.p;
     C.abort_flag = (int32_t *)(uintptr_t)rt->ctrl.p;
     C.err = (evt_error *)(uintptr_t)(rt->ctrl.p + offsetof(ctrl_block, err));
     C.timeout_ns = (uint64_t)((o->timeout_s > 0 ? o->timeout_s : 10.0) * 1e9);
     C.chaos = o->chaos;
+    C.early_push = o->early_push;
     C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
     C.trace = NULL;
     C.trace_worker = NULL;

@@ -129,7 +129,7 @@ evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffer
         evt_bound_free(&bb);
     }
     for (int i = 0; i < r.p->narm_inputs && !st; i++) st = arm(&r, r.p->arm_inputs[i], d);
-    evt_eval_env env = {.load = load_cb, .user = &r};
+    evt_eval_env env = {.sym = r.s.sym, .load = load_cb, .user = &r};
     for (int c = 0; c < g->ncalls && !st; c++) {
         const evt_call *call = g->calls[c];
         const evt_call_plan *cp = &r.p->call[c];

@@ -1,0 +1,355 @@
+/* tilebench.cu — per-tile harness for the decode tiles of src/tiles/llm.cuh.
+ *
+ * Every tile runs as its own kernel: one block (256 threads) per task, the
+ * same __device__ functions the megakernel calls, evt_task_args filled here.
+ * For each model shape (qwen3-0.6b, qwen3-8b layer shapes) and batch B it
+ *   - checks the CUDA tile against the C reference (src/tiles/llm.c) on all
+ *     tasks, or on a sample of tasks for the large GEMVs (relative L2 error
+ *     on bf16/f32 outputs, exact match for argmax indices),
+ *   - times it (CUDA events, 20 launches after warm-up, weights rotated over
+ *     enough copies to defeat the 50 MB L2) and reports achieved GB/s of
+ *     unique bytes (weights + activations in and out) against the device's
+ *     cudaMemcpy D2D bandwidth measured in the same run.
+ * The sum of the per-tile times of one decode step is printed as the
+ * "kernel-by-kernel" estimate (one launch per call, no launch overhead
+ * counted: CUDA events around back-to-back launches).
+ *
+ *   bench/tiles/run.sh [B...]       build + run (needs a GPU)
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+#include <string>
+#include "device/evt_task_args.h"
+#include "tiles/llm.cuh"
+
+extern "C" {
+void evt_tile_embed(const evt_task_args *a);
+void evt_tile_rmsnorm(const evt_task_args *a);
+void evt_tile_linear(const evt_task_args *a);
+void evt_tile_linear_res(const evt_task_args *a);
+void evt_tile_mlp_up(const evt_task_args *a);
+void evt_tile_q_rope(const evt_task_args *a);
+void evt_tile_k_rope_append(const evt_task_args *a);
+void evt_tile_attn_split(const evt_task_args *a);
+void evt_tile_attn_merge(const evt_task_args *a);
+void evt_tile_argmax_part(const evt_task_args *a);
+void evt_tile_argmax_final(const evt_task_args *a);
+}
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+enum { F32 = 0, BF16 = 1, I32 = 3 };
+typedef void (*cpu_fn)(const evt_task_args *);
+
+template <void (*F)(const evt_task_args *)>
+__global__ void __launch_bounds__(256) tile_kernel(const evt_task_args *args) { F(&args[blockIdx.x]); }
+
+static uint64_t rng = 88172645463325252ull;
+static inline uint32_t xr(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (uint32_t)(rng >> 11); }
+static inline float urand(float lo, float hi) { return lo + (hi - lo) * (xr() & 0xffffff) / 16777216.0f; }
+static inline uint16_t f2bf(float f) { uint32_t u; memcpy(&u, &f, 4); u += 0x7fff + ((u >> 16) & 1); return (uint16_t)(u >> 16); }
+static inline float bf2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
+
+struct Ten {
+    std::string name;
+    int dtype, rank, mode; /* mode: 0 in, 1 out, 2 inout */
+    int64_t dim[4];
+    size_t bytes;
+    void *h = nullptr, *ref = nullptr, *d = nullptr; /* host input, host reference output, device copy 0 */
+    std::vector<void *> copies;                      /* rotating device copies (weights) */
+    bool weight = false;
+};
+
+static size_t esz(int dt) { return dt == BF16 ? 2 : 4; }
+
+static Ten *mk(std::vector<Ten *> &ts, const char *name, int dtype, std::vector<int64_t> dims, int mode, float lo, float hi, bool weight = false)
+{
+    Ten *t = new Ten;
+    t->name = name; t->dtype = dtype; t->rank = (int)dims.size(); t->mode = mode; t->weight = weight;
+    int64_t n = 1;
+    for (int k = 0; k < 4; k++) { t->dim[k] = k < t->rank ? dims[k] : 1; n *= t->dim[k]; }
+    t->bytes = (size_t)n * esz(dtype);
+    t->h = malloc(t->bytes);
+    if (dtype == BF16) for (int64_t i = 0; i < n; i++) ((uint16_t *)t->h)[i] = f2bf(urand(lo, hi));
+    else if (dtype == F32) for (int64_t i = 0; i < n; i++) ((float *)t->h)[i] = urand(lo, hi);
+    else for (int64_t i = 0; i < n; i++) ((int32_t *)t->h)[i] = (int32_t)(lo + xr() % (uint32_t)(hi - lo));
+    CK(cudaMalloc(&t->d, t->bytes));
+    CK(cudaMemcpy(t->d, t->h, t->bytes, cudaMemcpyHostToDevice));
+    t->copies.push_back(t->d);
+    if (mode != 0) {
+        t->ref = malloc(t->bytes);
+        if (mode == 2) memcpy(t->ref, t->h, t->bytes);
+        else if (dtype == BF16) for (int64_t i = 0; i < n; i++) ((uint16_t *)t->ref)[i] = 0x7fc0;      /* NaN: not computed */
+        else if (dtype == F32) for (int64_t i = 0; i < n; i++) ((float *)t->ref)[i] = NAN;
+        else for (int64_t i = 0; i < n; i++) ((int32_t *)t->ref)[i] = INT32_MIN;
+    }
+    ts.push_back(t);
+    return t;
+}
+
+static void free_all(std::vector<Ten *> &ts)
+{
+    for (Ten *t : ts) {
+        for (void *p : t->copies) cudaFree(p);
+        free(t->h); free(t->ref);
+        delete t;
+    }
+    ts.clear();
+}
+
+static double g_copy_gbs; /* (read + write) bytes / s of cudaMemcpy D2D */
+
+struct Result { std::string op; int64_t tasks; double us, gbs, err; int ok; };
+
+/* Runs one op: tensors ts (in declaration order), ints, grid. */
+template <void (*F)(const evt_task_args *)>
+static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::vector<int64_t> ints, std::vector<int64_t> grid,
+                     int sample_tasks, double tol)
+{
+    int64_t ntask = 1;
+    for (int64_t g : grid) ntask *= g;
+    /* rotate weights so that the weights of one launch are not in L2 */
+    size_t wbytes = 0, ubytes = 0;
+    for (Ten *t : ts) { if (t->mode != 2) ubytes += t->bytes; if (t->weight) wbytes += t->bytes; } /* INOUT (cache) excluded */
+    int ncopy = 1;
+    if (wbytes && wbytes < ((size_t)256 << 20)) ncopy = (int)(((size_t)256 << 20) / wbytes) + 1;
+    if (ncopy > 64) ncopy = 64;
+    for (Ten *t : ts)
+        if (t->weight)
+            while ((int)t->copies.size() < ncopy) {
+                void *p;
+                CK(cudaMalloc(&p, t->bytes));
+                CK(cudaMemcpy(p, t->d, t->bytes, cudaMemcpyDeviceToDevice));
+                t->copies.push_back(p);
+            }
+    std::vector<evt_task_args> args((size_t)ntask * ncopy);
+    for (int c = 0; c < ncopy; c++)
+        for (int64_t l = 0; l < ntask; l++) {
+            evt_task_args &A = args[(size_t)c * ntask + l];
+            memset(&A, 0, sizeof A);
+            A.ncoord = (int)grid.size();
+            int64_t r = l;
+            for (int k = (int)grid.size() - 1; k >= 0; k--) { A.coord[k] = r % grid[k]; r /= grid[k]; }
+            for (int k = 0; k < 4; k++) A.grid[k] = k < (int)grid.size() ? grid[k] : 1;
+            A.ntensors = (int)ts.size(); A.nints = (int)ints.size();
+            for (size_t i = 0; i < ts.size(); i++) {
+                A.t[i].ptr = ts[i]->weight ? ts[i]->copies[c] : ts[i]->d;
+                for (int k = 0; k < 4; k++) A.t[i].dim[k] = ts[i]->dim[k];
+                A.t[i].rank = ts[i]->rank; A.t[i].dtype = ts[i]->dtype;
+            }
+            for (size_t i = 0; i < ints.size(); i++) A.iarg[i] = ints[i];
+        }
+    evt_task_args *dargs;
+    CK(cudaMalloc(&dargs, args.size() * sizeof(evt_task_args)));
+    CK(cudaMemcpy(dargs, args.data(), args.size() * sizeof(evt_task_args), cudaMemcpyHostToDevice));
+    /* correctness: one launch on copy 0 (INOUT tensors start from their host state) */
+    for (Ten *t : ts) if (t->mode == 2) CK(cudaMemcpy(t->d, t->h, t->bytes, cudaMemcpyHostToDevice));
+    tile_kernel<F><<<(unsigned)ntask, 256>>>(dargs);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<int64_t> chk;
+    if (sample_tasks <= 0 || ntask <= sample_tasks) for (int64_t l = 0; l < ntask; l++) chk.push_back(l);
+    else {
+        for (int64_t l = 0; l < sample_tasks - 2; l++) chk.push_back((l * 7919) % ntask);
+        chk.push_back(0); chk.push_back(ntask - 1);
+    }
+    for (int64_t l : chk) {
+        evt_task_args A = args[l];
+        for (size_t i = 0; i < ts.size(); i++) A.t[i].ptr = ts[i]->mode ? ts[i]->ref : ts[i]->h;
+        cfn(&A);
+    }
+    double num = 0, den = 0;
+    int64_t bad_idx = 0, nidx = 0;
+    for (Ten *t : ts) {
+        if (!t->mode) continue;
+        void *g = malloc(t->bytes);
+        CK(cudaMemcpy(g, t->d, t->bytes, cudaMemcpyDeviceToHost));
+        int64_t n = (int64_t)(t->bytes / esz(t->dtype));
+        for (int64_t i = 0; i < n; i++) {
+            if (t->dtype == I32) {
+                int32_t r = ((int32_t *)t->ref)[i];
+                if (r == INT32_MIN) continue;
+                nidx++;
+                bad_idx += r != ((int32_t *)g)[i];
+                continue;
+            }
+            float r = t->dtype == BF16 ? bf2f(((uint16_t *)t->ref)[i]) : ((float *)t->ref)[i];
+            float v = t->dtype == BF16 ? bf2f(((uint16_t *)g)[i]) : ((float *)g)[i];
+            if (isnan(r)) continue;
+            if (t->mode == 2) { /* only what the op wrote */
+                uint16_t hv = ((uint16_t *)t->h)[i];
+                if (t->dtype == BF16 && ((uint16_t *)t->ref)[i] == hv && ((uint16_t *)g)[i] == hv) continue;
+            }
+            if (isinf(r) && r == v) continue;
+            num += (double)(v - r) * (v - r);
+            den += (double)r * r;
+        }
+        free(g);
+    }
+    double err = den > 0 ? sqrt(num / den) : (num > 0 ? 1 : 0);
+    int ok = err <= tol && (!nidx || bad_idx * 100 <= nidx * 1); /* argmax: >= 99% exact */
+    if (nidx && bad_idx) fprintf(stderr, "  %s: %lld of %lld indices differ\n", op, (long long)bad_idx, (long long)nidx);
+    /* timing */
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    for (int w = 0; w < 3; w++) tile_kernel<F><<<(unsigned)ntask, 256>>>(dargs + (size_t)(w % ncopy) * ntask);
+    const int iters = 20;
+    float best = 1e30f;
+    for (int rep = 0; rep < 5; rep++) {
+        CK(cudaEventRecord(e0));
+        for (int it = 0; it < iters; it++) tile_kernel<F><<<(unsigned)ntask, 256>>>(dargs + (size_t)((rep * iters + it) % ncopy) * ntask);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms < best) best = ms; /* best of 5 */
+    }
+    CK(cudaGetLastError());
+    cudaEventDestroy(e0); cudaEventDestroy(e1);
+    cudaFree(dargs);
+    double us = best * 1000.0 / iters;
+    Result R{op, ntask, us, ubytes / (us * 1e-6) / 1e9, err, ok};
+    printf("  %-14s tasks %6lld  %9.2f us  %8.1f GB/s (%5.1f%% of copy)  rel.err %.2e %s\n", op, (long long)ntask, us, R.gbs,
+           100.0 * R.gbs / g_copy_gbs, err, ok ? "ok" : "FAIL");
+    fflush(stdout);
+    return R;
+}
+
+static int64_t pick_tn(int64_t n, int64_t target)
+{
+    int64_t want = (n + target - 1) / target, tn = 1;
+    while (tn < want && tn < 256) tn *= 2;
+    return tn;
+}
+
+struct Shape { const char *name; int64_t H, nh, nkv, hd, I, V; };
+
+static int g_fail = 0, g_pass = 0;
+static void tally(const Result &r) { if (r.ok) g_pass++; else g_fail++; }
+
+static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
+{
+    printf("\n== %s layer shapes, B=%lld, ctx %lld ==\n", s.name, (long long)B, (long long)ctx);
+    const int64_t eps = 1000000, theta = 1000000, S = 4, PS = 16, MP = (ctx + 1 + PS - 1) / PS;
+    int64_t H = s.H, nh = s.nh, nkv = s.nkv, hd = s.hd, I = s.I, V = s.V, nqkv = (nh + 2 * nkv) * hd;
+    int64_t tn_o = pick_tn(H, 264), tn_up = pick_tn(I, 264), tn_lm = pick_tn(V, 264), NC = (V + tn_lm - 1) / tn_lm;
+    double layer_us = 0, head_us = 0;
+    std::vector<Ten *> ts;
+    Result r;
+    /* embed */
+    mk(ts, "tok", I32, {B}, 0, 0, (float)V); mk(ts, "E", BF16, {V, H}, 0, -1, 1); mk(ts, "x", BF16, {B, H}, 1, 0, 0);
+    r = run_op<embed_cuda>("embed", evt_tile_embed, ts, {}, {B}, 0, 0); tally(r); head_us += r.us; free_all(ts);
+    /* rmsnorm */
+    mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "w", BF16, {H}, 0, 0.8f, 1.2f, true); mk(ts, "y", BF16, {B, H}, 1, 0, 0);
+    r = run_op<rmsnorm_cuda>("rmsnorm", evt_tile_rmsnorm, ts, {eps}, {B}, 0, 1e-2); tally(r); layer_us += 2 * r.us; free_all(ts);
+    /* qkv */
+    float a = sqrtf(3.0f / H);
+    mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {nqkv, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, nqkv}, 1, 0, 0);
+    r = run_op<linear_cuda>("qkv linear", evt_tile_linear, ts, {hd}, {nh + 2 * nkv}, 12, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    /* q_rope, k_rope_append */
+    mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wq", BF16, {hd}, 0, 0.8f, 1.2f); mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
+    mk(ts, "q", BF16, {B, nh, hd}, 1, 0, 0);
+    r = run_op<q_rope_cuda>("q_rope", evt_tile_q_rope, ts, {eps, theta}, {B, nh}, 0, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    {
+        mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wk", BF16, {hd}, 0, 0.8f, 1.2f);
+        Ten *pos = mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
+        Ten *bt = mk(ts, "bt", I32, {B, MP}, 0, 0, 1);
+        for (int64_t i = 0; i < B * MP; i++) ((int32_t *)bt->h)[i] = (int32_t)i;
+        CK(cudaMemcpy(bt->d, bt->h, bt->bytes, cudaMemcpyHostToDevice));
+        (void)pos;
+        mk(ts, "kc", BF16, {B * MP, PS, nkv, hd}, 2, -1, 1); mk(ts, "vc", BF16, {B * MP, PS, nkv, hd}, 2, -1, 1);
+        /* GB/s counts qkv + weights only (the cache is INOUT) */
+        r = run_op<k_rope_append_cuda>("k_rope_append", evt_tile_k_rope_append, ts, {nh, eps, theta}, {B, nkv}, 0, 1e-2);
+        tally(r); layer_us += r.us; free_all(ts);
+    }
+    /* attention */
+    {
+        mk(ts, "q", BF16, {B, nh, hd}, 0, -1, 1);
+        mk(ts, "kc", BF16, {B * MP, PS, nkv, hd}, 0, -1, 1); mk(ts, "vc", BF16, {B * MP, PS, nkv, hd}, 0, -1, 1);
+        Ten *bt = mk(ts, "bt", I32, {B, MP}, 0, 0, 1);
+        for (int64_t i = 0; i < B * MP; i++) ((int32_t *)bt->h)[i] = (int32_t)i;
+        CK(cudaMemcpy(bt->d, bt->h, bt->bytes, cudaMemcpyHostToDevice));
+        mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
+        mk(ts, "part", F32, {B, nh, S, hd + 2}, 1, 0, 0);
+        r = run_op<attn_split_cuda>("attn_split", evt_tile_attn_split, ts, {}, {B, nh, S}, 0, 1e-3); tally(r); layer_us += r.us; free_all(ts);
+    }
+    {
+        Ten *p = mk(ts, "part", F32, {B, nh, S, hd + 2}, 0, -1, 1);
+        for (int64_t i = 0; i < B * nh * S; i++) ((float *)p->h)[i * (hd + 2) + 1] = urand(0.5f, 2.0f);
+        CK(cudaMemcpy(p->d, p->h, p->bytes, cudaMemcpyHostToDevice));
+        mk(ts, "o", BF16, {B, nh * hd}, 1, 0, 0);
+        r = run_op<attn_merge_cuda>("attn_merge", evt_tile_attn_merge, ts, {}, {B, nh}, 0, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    }
+    /* o proj */
+    a = sqrtf(3.0f / (nh * hd));
+    mk(ts, "x", BF16, {B, nh * hd}, 0, -2, 2); mk(ts, "W", BF16, {H, nh * hd}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);
+    mk(ts, "y", BF16, {B, H}, 1, 0, 0);
+    r = run_op<linear_res_cuda>("o linear_res", evt_tile_linear_res, ts, {tn_o}, {(H + tn_o - 1) / tn_o}, 24, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    /* mlp */
+    a = sqrtf(3.0f / H);
+    mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "Wg", BF16, {I, H}, 0, -a, a, true); mk(ts, "Wu", BF16, {I, H}, 0, -a, a, true);
+    mk(ts, "a", BF16, {B, I}, 1, 0, 0);
+    r = run_op<mlp_up_cuda>("mlp_up", evt_tile_mlp_up, ts, {tn_up}, {(I + tn_up - 1) / tn_up}, 16, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    a = sqrtf(3.0f / I);
+    mk(ts, "x", BF16, {B, I}, 0, -1, 1); mk(ts, "W", BF16, {H, I}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);
+    mk(ts, "y", BF16, {B, H}, 1, 0, 0);
+    r = run_op<linear_res_cuda>("down linear_res", evt_tile_linear_res, ts, {tn_o}, {(H + tn_o - 1) / tn_o}, 24, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    /* LM head + argmax */
+    a = sqrtf(3.0f / H);
+    mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {V, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, V}, 1, 0, 0);
+    r = run_op<linear_cuda>("lm_head linear", evt_tile_linear, ts, {tn_lm}, {NC}, 4, 1e-2); tally(r); head_us += r.us; free_all(ts);
+    mk(ts, "logits", BF16, {B, V}, 0, -8, 8); mk(ts, "pv", F32, {B, NC}, 1, 0, 0); mk(ts, "pi", I32, {B, NC}, 1, 0, 0);
+    r = run_op<argmax_part_cuda>("argmax_part", evt_tile_argmax_part, ts, {tn_lm}, {B, NC}, 0, 0); tally(r); head_us += r.us; free_all(ts);
+    mk(ts, "pv", F32, {B, NC}, 0, -8, 8); mk(ts, "pi", I32, {B, NC}, 0, 0, (float)V); mk(ts, "next", I32, {B}, 1, 0, 0);
+    r = run_op<argmax_final_cuda>("argmax_final", evt_tile_argmax_final, ts, {}, {B}, 0, 0); tally(r); head_us += r.us; free_all(ts);
+    printf("  kernel-by-kernel step estimate (%lld layers): %.1f us  (layer %.1f us x %lld + embed/head %.1f us)\n", (long long)L,
+           layer_us * L + head_us + 0.0, layer_us, (long long)L, head_us);
+    printf("KBK %s B=%lld ctx=%lld step_us=%.1f\n", s.name, (long long)B, (long long)ctx, layer_us * L + head_us);
+}
+
+int main(int argc, char **argv)
+{
+    std::vector<int64_t> Bs;
+    int only8b = 0, skip8b = 0;
+    int64_t ctx = 512;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--8b-only")) only8b = 1;
+        else if (!strcmp(argv[i], "--no-8b")) skip8b = 1;
+        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoll(argv[++i]);
+        else Bs.push_back(atoll(argv[i]));
+    }
+    if (Bs.empty()) Bs = {1, 8, 64};
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    /* D2D copy bandwidth: 1 GiB, best of 5 */
+    size_t nb = (size_t)1 << 30;
+    void *s0, *s1;
+    CK(cudaMalloc(&s0, nb)); CK(cudaMalloc(&s1, nb));
+    CK(cudaMemset(s0, 1, nb));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    CK(cudaMemcpy(s1, s0, nb, cudaMemcpyDeviceToDevice));
+    float best = 1e30f;
+    for (int r = 0; r < 5; r++) {
+        CK(cudaEventRecord(e0)); CK(cudaMemcpy(s1, s0, nb, cudaMemcpyDeviceToDevice)); CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); if (ms < best) best = ms;
+    }
+    cudaFree(s0); cudaFree(s1);
+    g_copy_gbs = 2.0 * nb / (best * 1e-3) / 1e9;
+    printf("device %s, %d SMs; cudaMemcpy D2D 1 GiB: %.3f ms = %.1f GB/s (read + write)\n", prop.name, prop.multiProcessorCount, best,
+           g_copy_gbs);
+    printf("COPY_GBS %.1f\n", g_copy_gbs);
+    Shape s06 = {"qwen3-0.6b", 1024, 16, 8, 128, 3072, 151936}, s8 = {"qwen3-8b", 4096, 32, 8, 128, 12288, 151936};
+    for (int64_t B : Bs) {
+        if (!only8b) bench_shape(s06, B, ctx, 28);
+        if (!skip8b) bench_shape(s8, B, ctx, 36);
+    }
+    printf("\ntilebench: %d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}

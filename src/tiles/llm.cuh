@@ -1,0 +1,602 @@
+/* llm.cuh — decode-step tile operators for dense transformers, CUDA (same
+ * functions as llm.c; see its header for the op list and semantics).
+ * bf16 storage, f32 accumulation, one rounding to bf16 per output.
+ *
+ *   linear / linear_res / mlp_up: tensor-core GEMV/GEMM (mma.sync m16n8k16
+ *       bf16 -> f32). A warp owns a unit of 16 weight rows x (8 * NB8)
+ *       batch rows and a slice of K; when a task has fewer units than warps,
+ *       K is split across warps and partials are summed (in a fixed order) in
+ *       shared memory. K is permuted identically for both operands, so each
+ *       lane reads 16 contiguous bytes of a weight row and of an x row per
+ *       32-wide k step (no shared-memory staging, no ldmatrix). Weights go
+ *       through the read-only path (program inputs); x and r through plain
+ *       coherent loads (written earlier in the same launch). A scalar path
+ *       handles K % 32 != 0 or misaligned rows.
+ *   *_prefetch_cuda: cp.async.bulk.prefetch.L2 of (at most the first
+ *       EVT_LLM_PREFETCH_CAP bytes of) the task's weight rows, which are one
+ *       contiguous range of W.
+ *   rmsnorm / q_rope / k_rope_append: block reductions; RoPE angles in double
+ *       exactly as the C reference.
+ *   attn_split: lanes split head_dim in 8-element (16-byte) chunks, a warp
+ *       covers 32 / (hd / 8) positions at a time, each lane group keeps an
+ *       online softmax state; states merge through shuffles, then across
+ *       warps in shared memory. hd % 8 != 0 or hd > 256: a slow generic path.
+ *   argmax_part / argmax_final: block (max, lowest index) reductions.
+ * Everything produced in the launch (x, activations, KV cache, partials) is
+ * read with plain loads. All shared memory is one 16 KiB static buffer. */
+#ifndef EVT_TILE_LLM_CUH
+#define EVT_TILE_LLM_CUH
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#ifndef EVT_LLM_PREFETCH_CAP
+#define EVT_LLM_PREFETCH_CAP (128 * 1024) /* bytes of L2 prefetch per weight matrix per task */
+#endif
+#define EVT_LLM_SMEM_FLOATS 4096
+
+static __shared__ __align__(16) float evt_llm_smem[EVT_LLM_SMEM_FLOATS];
+
+typedef __nv_bfloat16 evt_bf16;
+
+__device__ __forceinline__ float evt_llm_ld(const evt_bf16 *p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void evt_llm_st(evt_bf16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+__device__ __forceinline__ float evt_llm_lo(uint32_t u) { return __uint_as_float(u << 16); }
+__device__ __forceinline__ float evt_llm_hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
+
+/* Sum over the block; every thread gets the result. Uses evt_llm_smem[0..32]. */
+__device__ __forceinline__ float evt_llm_block_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    int warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    if ((threadIdx.x & 31) == 0) evt_llm_smem[warp] = v;
+    __syncthreads();
+    float s = 0;
+    for (int w = 0; w < nw; w++) s += evt_llm_smem[w];
+    __syncthreads();
+    return s;
+}
+
+/* ------------------------------------------------------------ embed ---- */
+__device__ __noinline__ void embed_cuda(const evt_task_args *a)
+{
+    const int32_t *tok = (const int32_t *)a->t[0].ptr;
+    const evt_bf16 *E = (const evt_bf16 *)a->t[1].ptr;
+    evt_bf16 *x = (evt_bf16 *)a->t[2].ptr;
+    int64_t b = a->coord[0], V = a->t[1].dim[0], H = a->t[1].dim[1];
+    int64_t t = tok[b];
+    if (t < 0 || t >= V) t = 0;
+    const evt_bf16 *src = E + t * H;
+    evt_bf16 *dst = x + b * H;
+    if (((H & 7) == 0) && !(((uintptr_t)src | (uintptr_t)dst) & 15)) {
+        for (int64_t i = threadIdx.x; i < H / 8; i += blockDim.x)
+            ((uint4 *)dst)[i] = __ldg((const uint4 *)src + i);
+    } else {
+        for (int64_t i = threadIdx.x; i < H; i += blockDim.x) dst[i] = src[i];
+    }
+}
+
+/* ---------------------------------------------------------- rmsnorm ---- */
+__device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[1].ptr;
+    evt_bf16 *y = (evt_bf16 *)a->t[2].ptr;
+    int64_t b = a->coord[0], H = a->t[0].dim[1];
+    const evt_bf16 *xr = x + b * H;
+    float ss = 0;
+    for (int64_t i = threadIdx.x; i < H; i += blockDim.x) { float v = evt_llm_ld(xr, i); ss += v * v; }
+    ss = evt_llm_block_sum(ss);
+    float s = 1.0f / sqrtf(ss / (float)H + (float)a->iarg[0] * 1e-12f);
+    for (int64_t i = threadIdx.x; i < H; i += blockDim.x)
+        evt_llm_st(y, b * H + i, evt_llm_ld(xr, i) * s * __bfloat162float(__ldg(w + i)));
+}
+
+/* ------------------------------------------------- linear family ------- */
+__device__ __forceinline__ void evt_llm_mma(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint4 evt_llm_ldw(const evt_bf16 *p)
+{
+    uint4 r;
+    asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ uint4 evt_llm_ldx(const evt_bf16 *p)
+{
+    uint4 r;
+    asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p) : "memory");
+    return r;
+}
+
+/* Epilogue: MODE 0 y = acc, 1 y = r + acc, 2 y = silu(g) * u. */
+template <int MODE>
+__device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, int64_t n, float g, float u)
+{
+    if (MODE == 0) {
+        evt_bf16 *y = (evt_bf16 *)a->t[2].ptr;
+        int64_t N = a->t[1].dim[0];
+        evt_llm_st(y, b * N + n, g);
+    } else if (MODE == 1) {
+        const evt_bf16 *r = (const evt_bf16 *)a->t[2].ptr;
+        evt_bf16 *y = (evt_bf16 *)a->t[3].ptr;
+        int64_t N = a->t[1].dim[0];
+        evt_llm_st(y, b * N + n, evt_llm_ld(r, b * N + n) + g);
+    } else {
+        evt_bf16 *y = (evt_bf16 *)a->t[3].ptr;
+        int64_t N = a->t[1].dim[0];
+        evt_llm_st(y, b * N + n, g / (1.0f + expf(-g)) * u);
+    }
+}
+
+/* One unit: rows n0..n0+15 (clipped at n1) x batches b0..b0+8*NB8 (clipped at
+ * B), k chunks [c0, c1) of 32. NW = 1 (linear) or 2 (gate and up).
+ * acc[w][j][4]: C fragment of weight w, batch tile j. */
+template <int NB8, int NW>
+__device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, int64_t K,
+                                             int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0, int64_t c1,
+                                             float acc[NW][NB8][4])
+{
+    int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    bool r0ok = n0 + g < n1, r1ok = n0 + g + 8 < n1;
+    const evt_bf16 *wp[2][2];
+    wp[0][0] = W0 + (n0 + g) * K + 8 * t;
+    wp[0][1] = W0 + (n0 + g + 8) * K + 8 * t;
+    wp[1][0] = (NW > 1 ? W1 : W0) + (n0 + g) * K + 8 * t;
+    wp[1][1] = (NW > 1 ? W1 : W0) + (n0 + g + 8) * K + 8 * t;
+    const evt_bf16 *xp[NB8];
+    bool xok[NB8];
+#pragma unroll
+    for (int j = 0; j < NB8; j++) {
+        xok[j] = b0 + 8 * j + g < B;
+        xp[j] = x + (b0 + 8 * j + g) * K + 8 * t;
+    }
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    int64_t c = c0;
+    /* two k chunks per iteration: all loads first */
+    for (; c + 2 <= c1; c += 2) {
+        uint4 w[2][NW][2], xv[2][NB8];
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            int64_t k = (c + u) * 32;
+#pragma unroll
+            for (int q = 0; q < NW; q++) {
+                w[u][q][0] = r0ok ? evt_llm_ldw(wp[q][0] + k) : z;
+                w[u][q][1] = r1ok ? evt_llm_ldw(wp[q][1] + k) : z;
+            }
+#pragma unroll
+            for (int j = 0; j < NB8; j++) xv[u][j] = xok[j] ? evt_llm_ldx(xp[j] + k) : z;
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++)
+#pragma unroll
+            for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int j = 0; j < NB8; j++) {
+                    evt_llm_mma(acc[q][j], w[u][q][0].x, w[u][q][1].x, w[u][q][0].y, w[u][q][1].y, xv[u][j].x, xv[u][j].y);
+                    evt_llm_mma(acc[q][j], w[u][q][0].z, w[u][q][1].z, w[u][q][0].w, w[u][q][1].w, xv[u][j].z, xv[u][j].w);
+                }
+    }
+    for (; c < c1; c++) {
+        int64_t k = c * 32;
+        uint4 w[NW][2], xv[NB8];
+#pragma unroll
+        for (int q = 0; q < NW; q++) {
+            w[q][0] = r0ok ? evt_llm_ldw(wp[q][0] + k) : z;
+            w[q][1] = r1ok ? evt_llm_ldw(wp[q][1] + k) : z;
+        }
+#pragma unroll
+        for (int j = 0; j < NB8; j++) xv[j] = xok[j] ? evt_llm_ldx(xp[j] + k) : z;
+#pragma unroll
+        for (int q = 0; q < NW; q++)
+#pragma unroll
+            for (int j = 0; j < NB8; j++) {
+                evt_llm_mma(acc[q][j], w[q][0].x, w[q][1].x, w[q][0].y, w[q][1].y, xv[j].x, xv[j].y);
+                evt_llm_mma(acc[q][j], w[q][0].z, w[q][1].z, w[q][0].w, w[q][1].w, xv[j].z, xv[j].w);
+            }
+    }
+}
+
+template <int MODE, int NB8>
+__device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
+{
+    constexpr int NW = MODE == 2 ? 2 : 1;
+    constexpr int BB = 8 * NB8;
+    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
+    const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0];
+    int64_t tn = a->iarg[0];
+    int64_t n0 = a->coord[0] * tn, n1 = n0 + tn < N ? n0 + tn : N;
+    if (n0 >= n1) return;
+    int64_t nrt = (n1 - n0 + 15) / 16, nbg = (B + BB - 1) / BB, U = nrt * nbg, nch = K / 32;
+    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int64_t ksplit = U >= nwarps ? 1 : nwarps / U;
+    if (ksplit > nch) ksplit = nch;
+    if (ksplit * U * 16 * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * 16 * BB * NW);
+    if (ksplit < 1) ksplit = 1;
+    if (ksplit == 1) {
+        for (int64_t u = warp; u < U; u += nwarps) {
+            int64_t rt = u / nbg, bg = u % nbg;
+            float acc[NW][NB8][4] = {};
+            int64_t r0 = n0 + rt * 16, b0 = bg * BB;
+            evt_llm_unit<NB8, NW>(x, W0, W1, K, r0, n1, b0, B, 0, nch, acc);
+#pragma unroll
+            for (int j = 0; j < NB8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int64_t n = r0 + g + (e >> 1) * 8, b = b0 + 8 * j + 2 * t + (e & 1);
+                    if (n < n1 && b < B) evt_llm_out<MODE>(a, b, n, acc[0][j][e], acc[NW - 1][j][e]);
+                }
+        }
+        return;
+    }
+    /* fewer units than warps: split K, partials in shared memory */
+    float *part = evt_llm_smem; /* [ks][u][w][16][BB] */
+    if (warp < U * ksplit) {
+        int64_t u = warp % U, ks = warp / U;
+        int64_t rt = u / nbg, bg = u % nbg;
+        int64_t c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
+        float acc[NW][NB8][4] = {};
+        evt_llm_unit<NB8, NW>(x, W0, W1, K, n0 + rt * 16, n1, bg * BB, B, c0, c1, acc);
+#pragma unroll
+        for (int q = 0; q < NW; q++)
+#pragma unroll
+            for (int j = 0; j < NB8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int r = g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
+                    part[(((ks * U + u) * NW + q) * 16 + r) * BB + bb] = acc[q][j][e];
+                }
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < U * 16 * BB; i += blockDim.x) {
+        int64_t u = i / (16 * BB), r = (i / BB) % 16, bb = i % BB;
+        int64_t n = n0 + (u / nbg) * 16 + r, b = (u % nbg) * BB + bb;
+        if (n >= n1 || b >= B) continue;
+        float s0 = 0, s1 = 0;
+        for (int64_t ks = 0; ks < ksplit; ks++) {
+            s0 += part[(((ks * U + u) * NW + 0) * 16 + r) * BB + bb];
+            s1 += part[(((ks * U + u) * NW + NW - 1) * 16 + r) * BB + bb];
+        }
+        evt_llm_out<MODE>(a, b, n, s0, s1);
+    }
+}
+
+/* Generic path: one warp per (row, batch), scalar loads. */
+template <int MODE>
+__device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
+{
+    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
+    const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], tn = a->iarg[0];
+    int64_t n0 = a->coord[0] * tn, n1 = n0 + tn < N ? n0 + tn : N;
+    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    for (int64_t e = warp; e < (n1 - n0) * B; e += nwarps) {
+        int64_t n = n0 + e / B, b = e % B;
+        float s0 = 0, s1 = 0;
+        for (int64_t k = lane; k < K; k += 32) {
+            float xv = evt_llm_ld(x, b * K + k);
+            s0 += xv * __bfloat162float(__ldg(W0 + n * K + k));
+            if (MODE == 2) s1 += xv * __bfloat162float(__ldg(W1 + n * K + k));
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+            s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+        }
+        if (lane == 0) evt_llm_out<MODE>(a, b, n, s0, s1);
+    }
+}
+
+template <int MODE>
+__device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
+{
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
+    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0);
+    if ((K & 31) || (al & 15) || (blockDim.x & 31)) { evt_llm_gemv_scalar<MODE>(a); return; }
+    if (B <= 8) evt_llm_gemv_mma<MODE, 1>(a);
+    else if (B <= 16 || MODE == 2) evt_llm_gemv_mma<MODE, 2>(a);
+    else evt_llm_gemv_mma<MODE, 4>(a);
+}
+
+__device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t N, int64_t K, int64_t n0, int64_t tn)
+{
+    int64_t n1 = n0 + tn < N ? n0 + tn : N;
+    if (n0 >= n1) return;
+    const char *p = (const char *)(W + n0 * K);
+    int64_t bytes = (n1 - n0) * K * 2;
+    if (bytes > EVT_LLM_PREFETCH_CAP) bytes = EVT_LLM_PREFETCH_CAP;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (!((uintptr_t)p & 15)) {
+        const int64_t chunk = 16384;
+        for (int64_t o = (int64_t)threadIdx.x * chunk; o < bytes; o += (int64_t)blockDim.x * chunk) {
+            uint32_t sz = (uint32_t)((bytes - o < chunk ? bytes - o : chunk) & ~(int64_t)15);
+            if (sz) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(sz) : "memory");
+        }
+        return;
+    }
+#endif
+    for (int64_t o = (int64_t)threadIdx.x * 128; o < bytes; o += (int64_t)blockDim.x * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+}
+
+__device__ __noinline__ void linear_cuda(const evt_task_args *a) { evt_llm_gemv<0>(a); }
+__device__ __noinline__ void linear_res_cuda(const evt_task_args *a) { evt_llm_gemv<1>(a); }
+__device__ __noinline__ void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2>(a); }
+
+__device__ void linear_prefetch_cuda(const evt_task_args *a)
+{
+    evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0] * a->iarg[0], a->iarg[0]);
+}
+__device__ void linear_res_prefetch_cuda(const evt_task_args *a) { linear_prefetch_cuda(a); }
+__device__ void mlp_up_prefetch_cuda(const evt_task_args *a)
+{
+    evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0] * a->iarg[0], a->iarg[0]);
+    evt_llm_prefetch_rows((const evt_bf16 *)a->t[2].ptr, a->t[2].dim[0], a->t[2].dim[1], a->coord[0] * a->iarg[0], a->iarg[0]);
+}
+
+/* ------------------------------------------------------------- rope ---- */
+/* RMSNorm of in[0..hd) (weight w), rotate-half RoPE at position p; calls
+ * emit(i, value) for every i. Uses evt_llm_smem[0..32]. */
+template <class F>
+__device__ __forceinline__ void evt_llm_norm_rope(const evt_bf16 *in, const evt_bf16 *w, int64_t hd, int64_t p,
+                                                  int64_t eps_e12, int64_t theta, F emit)
+{
+    float ss = 0;
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) { float v = evt_llm_ld(in, i); ss += v * v; }
+    ss = evt_llm_block_sum(ss);
+    float s = 1.0f / sqrtf(ss / (float)hd + (float)eps_e12 * 1e-12f);
+    int64_t half = hd / 2;
+    for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+        float v0 = evt_llm_ld(in, i) * s * __bfloat162float(__ldg(w + i));
+        float v1 = evt_llm_ld(in, i + half) * s * __bfloat162float(__ldg(w + i + half));
+        double inv = pow((double)theta, -2.0 * (double)i / (double)hd);
+        double ang = (double)p * inv;
+        float c = (float)cos(ang), sn = (float)sin(ang);
+        emit(i, v0 * c - v1 * sn);
+        emit(i + half, v1 * c + v0 * sn);
+    }
+}
+
+__device__ __noinline__ void q_rope_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[1].ptr;
+    const int32_t *pos = (const int32_t *)a->t[2].ptr;
+    evt_bf16 *q = (evt_bf16 *)a->t[3].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], nh = a->t[3].dim[1], hd = a->t[3].dim[2], N = a->t[0].dim[1];
+    evt_bf16 *dst = q + (b * nh + h) * hd;
+    evt_llm_norm_rope(qkv + b * N + h * hd, w, hd, pos[b], a->iarg[0], a->iarg[1],
+                      [&](int64_t i, float v) { evt_llm_st(dst, i, v); });
+}
+
+__device__ __noinline__ void k_rope_append_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[1].ptr;
+    const int32_t *pos = (const int32_t *)a->t[2].ptr, *bt = (const int32_t *)a->t[3].ptr;
+    evt_bf16 *kc = (evt_bf16 *)a->t[4].ptr, *vc = (evt_bf16 *)a->t[5].ptr;
+    int64_t b = a->coord[0], g = a->coord[1], N = a->t[0].dim[1];
+    int64_t nkv = a->t[4].dim[2], hd = a->t[4].dim[3], PS = a->t[4].dim[1], MP = a->t[3].dim[1], nh = a->iarg[0];
+    int64_t p = pos[b];
+    int64_t off = (((int64_t)bt[b * MP + p / PS] * PS + p % PS) * nkv + g) * hd;
+    evt_bf16 *kd = kc + off;
+    evt_llm_norm_rope(qkv + b * N + (nh + g) * hd, w, hd, p, a->iarg[1], a->iarg[2],
+                      [&](int64_t i, float v) { evt_llm_st(kd, i, v); });
+    const evt_bf16 *vs = qkv + b * N + (nh + nkv + g) * hd;
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) vc[off + i] = vs[i];
+}
+
+/* -------------------------------------------------------- attention ---- */
+struct evt_llm_attn_state { float m, l; };
+
+__device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t MP, int64_t PS, int64_t nkv, int64_t hd,
+                                                     int64_t b, int64_t t, int64_t g)
+{
+    return (((int64_t)bt[b * MP + t / PS] * PS + t % PS) * nkv + g) * hd;
+}
+
+/* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256. */
+__device__ __forceinline__ void evt_llm_attn_fast(const evt_task_args *a, int64_t lo, int64_t hi, float *dst)
+{
+    const evt_bf16 *q = (const evt_bf16 *)a->t[0].ptr, *kc = (const evt_bf16 *)a->t[1].ptr, *vc = (const evt_bf16 *)a->t[2].ptr;
+    const int32_t *bt = (const int32_t *)a->t[3].ptr;
+    int64_t b = a->coord[0], h = a->coord[1];
+    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], PS = a->t[1].dim[1], nkv = a->t[1].dim[2], MP = a->t[3].dim[1];
+    int64_t gq = h / (nh / nkv);
+    int lpp = (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
+    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    int sub = lane / lpp, part = lane % lpp;
+    float scale = 1.0f / sqrtf((float)hd);
+    uint4 qv = evt_llm_ldx(q + (b * nh + h) * hd + part * 8);
+    float qf[8] = {evt_llm_lo(qv.x), evt_llm_hi(qv.x), evt_llm_lo(qv.y), evt_llm_hi(qv.y),
+                   evt_llm_lo(qv.z), evt_llm_hi(qv.z), evt_llm_lo(qv.w), evt_llm_hi(qv.w)};
+    float m = -INFINITY, l = 0, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t step = (int64_t)nwarps * ppw;
+    for (int64_t t0 = lo + (int64_t)warp * ppw; t0 < hi; t0 += step) {
+        int64_t t = t0 + sub;
+        bool ok = t < hi;
+        uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
+        if (ok) {
+            int64_t off = evt_llm_cache_off(bt, MP, PS, nkv, hd, b, t, gq) + part * 8;
+            kv = evt_llm_ldx(kc + off);
+            vv = evt_llm_ldx(vc + off);
+        }
+        float d = qf[0] * evt_llm_lo(kv.x) + qf[1] * evt_llm_hi(kv.x) + qf[2] * evt_llm_lo(kv.y) + qf[3] * evt_llm_hi(kv.y) +
+                  qf[4] * evt_llm_lo(kv.z) + qf[5] * evt_llm_hi(kv.z) + qf[6] * evt_llm_lo(kv.w) + qf[7] * evt_llm_hi(kv.w);
+        for (int o2 = lpp / 2; o2 > 0; o2 >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o2);
+        if (ok) {
+            float sc = d * scale;
+            float mn = sc > m ? sc : m;
+            float corr = expf(m - mn), p = expf(sc - mn);
+            l = l * corr + p;
+            float vf[8] = {evt_llm_lo(vv.x), evt_llm_hi(vv.x), evt_llm_lo(vv.y), evt_llm_hi(vv.y),
+                           evt_llm_lo(vv.z), evt_llm_hi(vv.z), evt_llm_lo(vv.w), evt_llm_hi(vv.w)};
+#pragma unroll
+            for (int i = 0; i < 8; i++) o[i] = o[i] * corr + p * vf[i];
+            m = mn;
+        }
+    }
+    /* merge the position groups of the warp */
+    for (int off = lpp; off < 32; off <<= 1) {
+        float m2 = __shfl_xor_sync(0xffffffffu, m, off), l2 = __shfl_xor_sync(0xffffffffu, l, off);
+        float o2[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) o2[i] = __shfl_xor_sync(0xffffffffu, o[i], off);
+        float M = m > m2 ? m : m2;
+        float w1 = l > 0 ? expf(m - M) : 0.f, w2 = l2 > 0 ? expf(m2 - M) : 0.f;
+        l = l * w1 + l2 * w2;
+#pragma unroll
+        for (int i = 0; i < 8; i++) o[i] = o[i] * w1 + o2[i] * w2;
+        m = M;
+    }
+    float *sm = evt_llm_smem; /* [warp][hd + 2] */
+    if (lane < lpp) {
+        float *s = sm + warp * (hd + 2);
+        if (lane == 0) { s[0] = m; s[1] = l; }
+#pragma unroll
+        for (int i = 0; i < 8; i++) s[2 + part * 8 + i] = o[i];
+    }
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < nwarps; w++) {
+        float mw = sm[w * (hd + 2)], lw = sm[w * (hd + 2) + 1];
+        if (lw > 0 && mw > M) M = mw;
+    }
+    for (int64_t i = threadIdx.x; i < hd + 2; i += blockDim.x) {
+        float acc = 0;
+        for (int w = 0; w < nwarps; w++) {
+            const float *s = sm + w * (hd + 2);
+            if (!(s[1] > 0)) continue;
+            float f = expf(s[0] - M);
+            acc += (i == 1 ? s[1] : s[i]) * f;
+        }
+        if (i == 0) dst[0] = M;
+        else dst[i] = acc;
+    }
+}
+
+/* Generic path: positions in order, threads over head_dim. */
+__device__ __forceinline__ void evt_llm_attn_slow(const evt_task_args *a, int64_t lo, int64_t hi, float *dst)
+{
+    const evt_bf16 *q = (const evt_bf16 *)a->t[0].ptr, *kc = (const evt_bf16 *)a->t[1].ptr, *vc = (const evt_bf16 *)a->t[2].ptr;
+    const int32_t *bt = (const int32_t *)a->t[3].ptr;
+    int64_t b = a->coord[0], h = a->coord[1];
+    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], PS = a->t[1].dim[1], nkv = a->t[1].dim[2], MP = a->t[3].dim[1];
+    int64_t gq = h / (nh / nkv);
+    const evt_bf16 *qh = q + (b * nh + h) * hd;
+    float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, l = 0;
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = 0;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t off = evt_llm_cache_off(bt, MP, PS, nkv, hd, b, t, gq);
+        float d = 0;
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) d += evt_llm_ld(qh, i) * evt_llm_ld(kc, off + i);
+        d = evt_llm_block_sum(d);
+        float sc = d * scale, mn = sc > m ? sc : m, corr = expf(m - mn), p = expf(sc - mn);
+        l = l * corr + p;
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = dst[2 + i] * corr + p * evt_llm_ld(vc, off + i);
+        m = mn;
+    }
+    if (threadIdx.x == 0) { dst[0] = m; dst[1] = l; }
+}
+
+__device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
+{
+    const int32_t *pos = (const int32_t *)a->t[4].ptr;
+    float *part = (float *)a->t[5].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
+    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], S = a->t[5].dim[2];
+    int64_t L = (int64_t)pos[b] + 1, chunk = (L + S - 1) / S;
+    int64_t lo = s * chunk, hi = lo + chunk < L ? lo + chunk : L;
+    float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
+    int64_t lpp = hd / 8;
+    bool fast = hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (blockDim.x & 31) == 0 &&
+                (int64_t)(blockDim.x >> 5) * (hd + 2) <= EVT_LLM_SMEM_FLOATS &&
+                !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
+    if (lo >= hi) {
+        for (int64_t i = threadIdx.x; i < hd + 2; i += blockDim.x) dst[i] = i == 0 ? -INFINITY : 0.f;
+        return;
+    }
+    if (fast) evt_llm_attn_fast(a, lo, hi, dst);
+    else evt_llm_attn_slow(a, lo, hi, dst);
+}
+
+__device__ __noinline__ void attn_merge_cuda(const evt_task_args *a)
+{
+    const float *part = (const float *)a->t[0].ptr;
+    evt_bf16 *o = (evt_bf16 *)a->t[1].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
+    const float *p = part + (b * nh + h) * S * (hd + 2);
+    float M = -INFINITY, L = 0;
+    for (int64_t s = 0; s < S; s++) if (p[s * (hd + 2)] > M) M = p[s * (hd + 2)];
+    for (int64_t s = 0; s < S; s++)
+        if (p[s * (hd + 2) + 1] != 0) L += p[s * (hd + 2) + 1] * expf(p[s * (hd + 2)] - M);
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
+        float acc = 0;
+        for (int64_t s = 0; s < S; s++) {
+            const float *ps = p + s * (hd + 2);
+            if (ps[1] == 0) continue;
+            acc += ps[2 + i] * expf(ps[0] - M);
+        }
+        evt_llm_st(o, b * nh * hd + h * hd + i, L > 0 ? acc / L : 0.f);
+    }
+}
+
+/* ----------------------------------------------------------- argmax ---- */
+/* Block reduce of (value, index): larger value wins, lower index on ties.
+ * Result valid in every thread. Uses evt_llm_smem[0..64]. */
+__device__ __forceinline__ void evt_llm_block_argmax(float &v, int32_t &ix)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        float v2 = __shfl_xor_sync(0xffffffffu, v, o);
+        int32_t i2 = __shfl_xor_sync(0xffffffffu, ix, o);
+        if (v2 > v || (v2 == v && i2 < ix)) { v = v2; ix = i2; }
+    }
+    int warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    if ((threadIdx.x & 31) == 0) { evt_llm_smem[warp] = v; ((int32_t *)evt_llm_smem)[32 + warp] = ix; }
+    __syncthreads();
+    v = -INFINITY;
+    ix = INT32_MAX;
+    for (int w = 0; w < nw; w++) {
+        float v2 = evt_llm_smem[w];
+        int32_t i2 = ((int32_t *)evt_llm_smem)[32 + w];
+        if (v2 > v || (v2 == v && i2 < ix)) { v = v2; ix = i2; }
+    }
+    __syncthreads();
+}
+
+__device__ __noinline__ void argmax_part_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *logits = (const evt_bf16 *)a->t[0].ptr;
+    float *pv = (float *)a->t[1].ptr;
+    int32_t *pi = (int32_t *)a->t[2].ptr;
+    int64_t b = a->coord[0], c = a->coord[1], V = a->t[0].dim[1], NC = a->t[1].dim[1], chunk = a->iarg[0];
+    int64_t e = (c + 1) * chunk < V ? (c + 1) * chunk : V;
+    float best = -INFINITY;
+    int32_t bi = INT32_MAX;
+    for (int64_t v = c * chunk + threadIdx.x; v < e; v += blockDim.x) {
+        float x = evt_llm_ld(logits, b * V + v);
+        if (x > best) { best = x; bi = (int32_t)v; }
+    }
+    evt_llm_block_argmax(best, bi);
+    if (threadIdx.x == 0) {
+        pv[b * NC + c] = best;
+        pi[b * NC + c] = bi == INT32_MAX ? (int32_t)(c * chunk) : bi;
+    }
+}
+
+__device__ __noinline__ void argmax_final_cuda(const evt_task_args *a)
+{
+    const float *pv = (const float *)a->t[0].ptr;
+    const int32_t *pi = (const int32_t *)a->t[1].ptr;
+    int32_t *next = (int32_t *)a->t[2].ptr;
+    int64_t b = a->coord[0], NC = a->t[0].dim[1];
+    float best = -INFINITY;
+    int32_t bc = INT32_MAX; /* chunk index: chunks are in index order */
+    for (int64_t c = threadIdx.x; c < NC; c += blockDim.x) {
+        float x = pv[b * NC + c];
+        if (x > best) { best = x; bc = (int32_t)c; }
+    }
+    evt_llm_block_argmax(best, bc);
+    if (threadIdx.x == 0) next[b] = bc == INT32_MAX ? 0 : pi[b * NC + bc];
+}
+#endif
