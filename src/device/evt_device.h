@@ -99,6 +99,7 @@ typedef struct evt_worker {
     int64_t task;      /* broadcast: current global task id */
     int64_t entry;     /* broadcast: next queue entry (-1 none, -2 exit) */
     int64_t scratch[4];
+    evt_task_args args; /* broadcast: the current task's arguments */
 } evt_worker;
 
 EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_flag) != 0; }

@@ -40,11 +40,13 @@ EVT_DEV int evt_block_stop(const evt_ctx *C, evt_worker *W)
 
 EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
 {
+    /* No barrier between tasks: a dispatch's leader writes the broadcast
+       fields only after the previous task's last barrier, which every thread
+       passed after reading them. An aborted launch skips its remaining tasks
+       at their first wait check. */
     for (int64_t k = C->q_off[W->id]; k < C->q_off[W->id + 1]; k++) {
-        if (evt_block_stop(C, W)) break;
         uint32_t e = C->q[k];
         evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
-        EVT_SYNC(); /* everyone has read the broadcast fields of this task */
     }
 }
 

@@ -180,44 +180,45 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
     evt_pr(o, ") return; /* guard: outside the bound shape */\n");
     evt_pr(o, "    int64_t task = ");
     linear_task(o, c);
-    evt_pr(o, ";\n    if (EVT_LEADER) { W->task = task; W->skip = 0; }\n");
+    evt_pr(o, ";\n    if (EVT_LEADER) {\n        W->task = task;\n        W->skip = 0;\n");
+    /* the task's arguments, built once by the leader in the worker's
+       (shared) state; every thread reads them after the barrier */
+    evt_pr(o, "        evt_task_args *A = &W->args;\n        A->ncoord = %d; A->worker = W->id;\n", c->rank);
+    evt_pr(o, "        for (int k = 0; k < 4; k++) { A->coord[k] = k < %d ? v[k] : 0; A->grid[k] = C->ext[%d + k]; }\n", c->rank, K * 4);
+    int nt = 0, ni = 0;
+    for (int a = 0; a < c->nargs; a++) {
+        if (c->args[a].kind == EVT_ARG_TENSOR) {
+            evt_pr(o, "        A->t[%d] = C->tensors[%d];\n", nt++, c->args[a].tensor->id);
+        } else {
+            evt_pr(o, "        A->iarg[%d] = ", ni++);
+            expr(o, c->args[a].value, K);
+            evt_pr(o, ";\n");
+        }
+    }
+    evt_pr(o, "        A->ntensors = %d; A->nints = %d;\n", nt, ni);
+    if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA)
+        evt_pr(o, "        %s_prefetch_cuda(A); /* weights do not depend on the waits */\n", decl->name);
     /* early push: announce this task's static notifies at dispatch */
     int early = 0;
     for (int k = 0; k < c->nedges; k++)
         early |= c->edges[k].kind == EVT_NOTIFY && !evt_edge_is_data(p, c, &c->edges[k]) &&
                  p->ev[c->edges[k].event->id].kind != EVT_COUNT_DATA;
     if (early) {
-        evt_pr(o, "    if (EVT_LEADER && C->early_push && C->mode == EVT_MODE_DYNAMIC) {\n");
+        evt_pr(o, "        if (C->early_push && C->mode == EVT_MODE_DYNAMIC) {\n");
         for (int k = 0; k < c->nedges; k++) {
             const evt_edge *e = &c->edges[k];
             if (e->kind != EVT_NOTIFY || evt_edge_is_data(p, c, e) || p->ev[e->event->id].kind == EVT_COUNT_DATA) continue;
-            evt_pr(o, "      do { /* early notify %s (a bad index is reported at the real notify) */\n", e->event->name);
-            open_fors(o, c, e, "        ");
-            elem_of(o, c, e, "        ", "break;", 0);
-            evt_pr(o, "        evt_early_signal(C, W, elem);\n");
-            close_fors(o, e, "        ");
-            evt_pr(o, "      } while (0);\n");
+            evt_pr(o, "          do { /* early notify %s (a bad index is reported at the real notify) */\n", e->event->name);
+            open_fors(o, c, e, "            ");
+            elem_of(o, c, e, "            ", "break;", 0);
+            evt_pr(o, "            evt_early_signal(C, W, elem);\n");
+            close_fors(o, e, "            ");
+            evt_pr(o, "          } while (0);\n");
         }
-        evt_pr(o, "    }\n");
+        evt_pr(o, "        }\n");
     }
-    /* arguments */
-    evt_pr(o, "    evt_task_args A;\n    A.ncoord = %d; A.worker = W->id;\n", c->rank);
-    evt_pr(o, "    for (int k = 0; k < 4; k++) { A.coord[k] = k < %d ? v[k] : 0; A.grid[k] = C->ext[%d + k]; }\n", c->rank, K * 4);
-    int nt = 0, ni = 0;
-    for (int a = 0; a < c->nargs; a++) {
-        if (c->args[a].kind == EVT_ARG_TENSOR) {
-            evt_pr(o, "    A.t[%d] = C->tensors[%d];\n", nt++, c->args[a].tensor->id);
-        } else {
-            evt_pr(o, "    A.iarg[%d] = ", ni++);
-            expr(o, c->args[a].value, K);
-            evt_pr(o, ";\n");
-        }
-    }
-    evt_pr(o, "    A.ntensors = %d; A.nints = %d;\n", nt, ni);
-    if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA)
-        evt_pr(o, "    %s_prefetch_cuda(&A); /* weights do not depend on the waits */\n", decl->name);
+    evt_pr(o, "        if (evt_aborted(C)) { W->skip = 1; goto waits_done; }\n");
     /* waits */
-    evt_pr(o, "    EVT_SYNC();\n    if (EVT_LEADER) {\n");
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_WAIT) continue;
@@ -239,9 +240,9 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
     evt_pr(o, "    waits_done:;\n    }\n    EVT_SYNC();\n    if (W->skip) return;\n");
     evt_pr(o, "    evt_trace_start(C, W, task);\n");
     if (tgt == EVT_TARGET_C)
-        evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&A);\n", cp->op_index);
+        evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&W->args);\n", cp->op_index);
     else
-        evt_pr(o, "    %s_cuda(&A);\n", decl ? decl->name : c->op);
+        evt_pr(o, "    %s_cuda(&W->args);\n", decl ? decl->name : c->op);
     evt_pr(o, "    EVT_SYNC();\n    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
     if (cp->narm) {
         int64_t dummy = 0; (void)dummy;

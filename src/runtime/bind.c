@@ -144,6 +144,13 @@ evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched,
             st = evt_schedule_verify(p, sym, &b->q, d); /* restriction to the actual shape */
         }
         free(bsym);
+        /* launch only the workers that have something to do: trailing empty
+           queues would cost a block each for nothing (small shapes) */
+        if (!st) {
+            int active = b->q.nworkers;
+            while (active > 1 && b->q.q_off[active] == b->q.q_off[active - 1]) active--;
+            b->nworkers = active;
+        }
     }
     b->state_len = 2 * b->s.ncounters + b->s.ntasks + p->g->ncalls + 3;
     b->bind_ms = now_ms() - t0;

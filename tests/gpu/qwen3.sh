@@ -1,0 +1,44 @@
+#!/bin/bash
+# tests/gpu/qwen3.sh — Qwen3 decode on the GPU backend vs PyTorch (one device call).
+#
+#   tests/gpu/qwen3.sh [--quick]     needs an H100/H200, torch on the device
+#
+# For each case: `evtc decode --backend cuda --dump DIR`, then
+# tests/gpu/qwen3_ref.py DIR (step-0 logits rel-err <= 2e-2, argmax agreement
+# >= 95% with near-ties counted). Cases: examples/qwen3-tiny.json,
+# tests/gpu/qwen3-mid.json (4 layers of qwen3-0.6b shapes), qwen3-0.6b
+# (skipped with --quick). Prints "N passed, N failed"; exit status 1 on any failure.
+set -u
+cd "$(dirname "$0")/../.."
+LOG=${OUT:-/tmp/evt-qwen3}/qwen3
+mkdir -p "$LOG"
+make -j16 build/evtc > "$LOG/build.log" 2>&1 || { echo "build failed (see $LOG/build.log)"; tail -20 "$LOG/build.log"; echo "0 passed, 1 failed"; exit 1; }
+PY=${PYTHON:-python3}
+pass=0
+fail=0
+run_case() { # name model batch ctx steps [extra evtc args]
+    local name=$1 model=$2 b=$3 ctx=$4 steps=$5
+    shift 5
+    local dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/evt-q3-$name-XXXX")
+    echo "== $name: evtc decode --model $model --batch $b --ctx $ctx --steps $steps --backend cuda $*"
+    if ! build/evtc decode --model "$model" --batch "$b" --ctx "$ctx" --steps "$steps" --backend cuda --dump "$dir" "$@" \
+        > "$LOG/$name.decode.log" 2>&1; then
+        echo "   FAIL: evtc decode failed"; tail -15 "$LOG/$name.decode.log"; fail=$((fail + 1)); rm -rf "$dir"; return
+    fi
+    grep "ms/token" "$LOG/$name.decode.log" | sed 's/^/   /'
+    if $PY tests/gpu/qwen3_ref.py "$dir" > "$LOG/$name.ref.log" 2>&1; then
+        pass=$((pass + 1)); sed 's/^/   /' "$LOG/$name.ref.log"
+    else
+        fail=$((fail + 1)); sed 's/^/   /' "$LOG/$name.ref.log"; echo "   FAIL"
+    fi
+    rm -rf "$dir"
+}
+run_case tiny-b2 examples/qwen3-tiny.json 2 32 8
+run_case tiny-b5 examples/qwen3-tiny.json 5 40 4 --sched dynamic
+run_case mid-b4 tests/gpu/qwen3-mid.json 4 64 4
+if [ "${1:-}" != "--quick" ]; then
+    run_case qwen3-0.6b-b2 qwen3-0.6b 2 128 4
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
