@@ -8,6 +8,13 @@ CFLAGS  += -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC -DEVT_SRC_
 LDLIBS  += -lm -lpthread -ldl -lcjson
 BUILD   := build
 
+# A machine without the Debian packages (the GPU machine) gets copies made
+# here by `make deps-bundle` and carried along in build/deps.
+ifneq ($(wildcard $(BUILD)/deps/include),)
+CFLAGS  += -I$(BUILD)/deps/include
+LDLIBS  += -L$(CURDIR)/$(BUILD)/deps/lib -Wl,-rpath,$(CURDIR)/$(BUILD)/deps/lib
+endif
+
 LIB_SRC  := $(sort $(wildcard src/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
@@ -62,7 +69,12 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@sh tools/demo.sh
 
+deps-bundle:
+	mkdir -p $(BUILD)/deps/include/cjson $(BUILD)/deps/lib
+	cp /usr/include/cjson/cJSON.h $(BUILD)/deps/include/cjson/
+	for f in libcjson.so libcjson.so.1; do cp -L /usr/lib/x86_64-linux-gnu/$$f $(BUILD)/deps/lib/$$f; done
+
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all test tsan clean deps demo
+.PHONY: all test tsan clean deps demo deps-bundle

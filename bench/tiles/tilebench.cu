@@ -315,12 +315,13 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
 int main(int argc, char **argv)
 {
     std::vector<int64_t> Bs;
-    int only8b = 0, skip8b = 0;
+    int only8b = 0, skip8b = 0, copy_only = 0;
     int64_t ctx = 512;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--8b-only")) only8b = 1;
         else if (!strcmp(argv[i], "--no-8b")) skip8b = 1;
         else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--copy-only")) copy_only = 1;
         else Bs.push_back(atoll(argv[i]));
     }
     if (Bs.empty()) Bs = {1, 8, 64};
@@ -345,6 +346,7 @@ int main(int argc, char **argv)
     printf("device %s, %d SMs; cudaMemcpy D2D 1 GiB: %.3f ms = %.1f GB/s (read + write)\n", prop.name, prop.multiProcessorCount, best,
            g_copy_gbs);
     printf("COPY_GBS %.1f\n", g_copy_gbs);
+    if (copy_only) return 0;
     Shape s06 = {"qwen3-0.6b", 1024, 16, 8, 128, 3072, 151936}, s8 = {"qwen3-8b", 4096, 32, 8, 128, 12288, 151936};
     for (int64_t B : Bs) {
         if (!only8b) bench_shape(s06, B, ctx, 28);
