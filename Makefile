@@ -69,6 +69,10 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@sh tools/demo.sh
 
+# Link flags for programs built outside this Makefile (GPU scripts).
+print-ldlibs:
+	@echo $(LDLIBS)
+
 deps-bundle:
 	mkdir -p $(BUILD)/deps/include/cjson $(BUILD)/deps/lib
 	cp /usr/include/cjson/cJSON.h $(BUILD)/deps/include/cjson/
@@ -77,4 +81,4 @@ deps-bundle:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all test tsan clean deps demo deps-bundle
+.PHONY: all test tsan clean deps demo deps-bundle print-ldlibs

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 LOG=${OUT:-/tmp/evt-bench}
 mkdir -p "$LOG"
 make -j16 build/libevtc.a > "$LOG/bench_build.log" 2>&1
-cc -O2 -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc bench/schedbench.c build/libevtc.a -o build/schedbench -lm -lpthread -ldl
+cc -O2 -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc bench/schedbench.c build/libevtc.a -o build/schedbench $(make -s print-ldlibs)
 nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Isrc bench/baselines.cu -o build/baselines
 DEV=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo unknown)
 SEC=$LOG/sched_results.md

@@ -52,8 +52,8 @@ gpucheck() {
 say "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$MAIN"
 say "== build"
-if { make -j16 >> "$MAIN" 2>&1 || make -j16 LDLIBS="-lm -lpthread -ldl" >> "$MAIN" 2>&1; } && cc -O2 -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc tests/gpu/gpucheck.c \
-        build/libevtc.a -o build/gpucheck -lm -lpthread -ldl >> "$MAIN" 2>&1; then ok "make + gpucheck"; else bad "build"; say "$(tail -20 "$MAIN")"; exit 1; fi
+if make -j16 >> "$MAIN" 2>&1 && cc -O2 -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc tests/gpu/gpucheck.c \
+        build/libevtc.a -o build/gpucheck $(make -s print-ldlibs) >> "$MAIN" 2>&1; then ok "make + gpucheck"; else bad "build"; say "$(tail -20 "$MAIN")"; exit 1; fi
 
 ART=$(mktemp -d /tmp/evt-art-XXXXXX)
 PROGS="$(ls examples/*.evt) tests/gpu/progs/chain.evt tests/gpu/progs/gemm_rs.evt"
