@@ -46,7 +46,7 @@ static void mpmc_ring(void **state)
     /* a small ring (256): producers wait for free slots and wrap many times */
     static evt_ring ring;
     static evt_ring_slot slots[256];
-    static int32_t abort_flag, outstanding;
+    static int32_t abort_flag, outstanding, terminated;
     static evt_error err;
     ring.mask = 255;
     ring.slots = slots;
@@ -54,6 +54,7 @@ static void mpmc_ring(void **state)
     ring_ctx.ring = &ring;
     ring_ctx.abort_flag = &abort_flag;
     ring_ctx.outstanding = &outstanding;
+    ring_ctx.terminated = &terminated;
     ring_ctx.err = &err;
     ring_ctx.timeout_ns = 60ull * 1000000000ull;
     pthread_t th[PRODUCERS + CONSUMERS];

@@ -28,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 3
+#define EVT_ABI_VERSION 4
 
 enum { EVT_MODE_STATIC = 0, EVT_MODE_DYNAMIC = 1 };
 
@@ -56,7 +56,8 @@ typedef struct evt_error {
 /* Bounded MPMC ring with tickets: a push or pop takes its position with one
  * fetch-add (no compare-and-swap retries under contention), then waits for
  * its slot's sequence number (Vyukov's per-slot protocol). A pop blocks until
- * its slot is filled; workers leave on an exit sentinel (EVT_RING_EXIT).
+ * its slot is filled or the launch is over (`terminated`); the last worker
+ * then rewinds deq to enq, so the unfilled tickets are reused next launch.
  * Persistent across launches: positions keep increasing, nothing to reset.
  * Capacity >= tasks + workers of a launch (evt_ring_capacity). */
 #define EVT_RING_EXIT (-1)
@@ -89,7 +90,7 @@ typedef struct evt_ctx {
     int32_t *hist;               /* data-dependent counts under construction */
     int32_t *arm_done;           /* [ncalls] finished tasks of arming calls */
     int32_t *outstanding;        /* dynamic: pushed but not finished */
-    int32_t *terminated;         /* dynamic: the exit sentinels were pushed */
+    int32_t *terminated;         /* dynamic: every task is done, workers leave */
     int32_t *done_workers;
     const int32_t *target;       /* [ncounters] */
 

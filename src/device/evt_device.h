@@ -40,8 +40,6 @@ EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return evt_aref32(*p).compare_exchange_strong(expect, desired, cuda::memory_order_acq_rel); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p).fetch_add(v, cuda::memory_order_relaxed); }
-EVT_DEV int32_t evt_add_seq_cst(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_seq_cst); }
-EVT_DEV int32_t evt_load_seq_cst(int32_t *p) { return evt_aref32(*p).load(cuda::memory_order_seq_cst); }
 EVT_DEV void evt_fence(void) { __threadfence(); }
 EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
@@ -69,8 +67,6 @@ EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-EVT_DEV int32_t evt_add_seq_cst(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-EVT_DEV int32_t evt_load_seq_cst(int32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 EVT_DEV void evt_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 EVT_DEV uint64_t evt_now_ns(void)
 {
@@ -86,6 +82,10 @@ EVT_DEV void evt_pause(uint32_t ns)
     nanosleep(&ts, NULL);
 }
 #define EVT_SHARED
+#endif
+
+#ifndef EVT_INPUT_ARMING /* generated code defines it: 1 if the launch arms events first */
+#define EVT_INPUT_ARMING 0
 #endif
 
 /* Per-worker state. On the GPU it lives in shared memory; the leader writes
@@ -177,20 +177,19 @@ EVT_DEV int evt_push(const evt_ctx *C, int64_t task)
     return 0;
 }
 
-/* Leader only. Takes a ticket and waits for its slot: returns 1 and the task
- * (or EVT_RING_EXIT), or 0 if the launch was aborted or the watchdog fired
- * while waiting (no task became ready for timeout_ns). */
+/* Leader only. Takes a ticket and waits for its slot: returns 1 and the task,
+ * or 0 when the launch is over (every task done), was aborted, or the
+ * watchdog fired while waiting (no task became ready for timeout_ns). */
 EVT_DEV int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
 {
     evt_ring *r = C->ring;
     int64_t pos = evt_add64_relaxed(&r->deq, 1);
     evt_ring_slot *s = &r->slots[pos & r->mask];
-    int64_t seq = evt_load64_acquire(&s->seq);
-    if (seq != pos + 1) {
+    if (evt_load64_acquire(&s->seq) != pos + 1) {
         uint64_t start = evt_now_ns();
         uint32_t backoff = 32;
-        for (uint32_t spin = 0; (seq = evt_load64_acquire(&s->seq)) != pos + 1; spin++) {
-            if (evt_aborted(C)) return 0;
+        for (uint32_t spin = 0; evt_load64_acquire(&s->seq) != pos + 1; spin++) {
+            if (evt_load_acquire(C->terminated) || evt_aborted(C)) return 0;
             evt_pause(backoff);
             if (backoff < 256) backoff *= 2;
             if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
@@ -204,15 +203,18 @@ EVT_DEV int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
     return 1;
 }
 
-/* Dynamic termination: every worker has seeded and nothing is outstanding.
- * Whoever sees that first (a completing task or the last seeder; the seq_cst
- * operations make sure at least one does) pushes one exit sentinel per
- * worker; the CAS makes sure only one does. */
-EVT_DEV void evt_maybe_finish(const evt_ctx *C)
+/* Dynamic termination without a barrier or a sentinel. `outstanding` is
+ * raised before every push that is not a seed and lowered after every
+ * completion; seeds are never counted. It therefore ends at -(seeds) and
+ * can only get there once every seed was pushed and everything pushed has
+ * finished. Input arming counts as one more seed (it may push tasks). The
+ * completion that reaches the goal ends the launch. */
+EVT_DEV int32_t evt_dynamic_goal(const evt_ctx *C) { return -(int32_t)(C->nseeds + EVT_INPUT_ARMING); }
+
+EVT_DEV void evt_complete_one(const evt_ctx *C)
 {
-    if (evt_load_seq_cst(C->done_workers) < C->nworkers || evt_load_seq_cst(C->outstanding) != 0) return;
-    if (!evt_cas32(C->terminated, 0, 1)) return;
-    for (int w = 0; w < C->nworkers; w++) evt_push(C, EVT_RING_EXIT);
+    if (evt_add_acq_rel(C->outstanding, -1) - 1 == evt_dynamic_goal(C))
+        evt_add_acq_rel(C->terminated, 1);
 }
 
 /* Dynamic mode: one wait element of `task` is complete; push it when all are. */
@@ -220,7 +222,7 @@ EVT_DEV void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
 {
     int32_t done = evt_add_acq_rel(&C->pending[task], 1) + 1;
     if (done == C->pend_target[task]) {
-        evt_add_seq_cst(C->outstanding, 1);
+        evt_add_acq_rel(C->outstanding, 1);
         evt_push(C, task);
     }
     (void)W;

@@ -9,8 +9,8 @@
  *
  * Static mode: worker w runs entries q[q_off[w] .. q_off[w+1]) in order.
  * Dynamic mode: workers seed the ring with the ready tasks (seeds), then pop
- * (blocking) until they pop an exit sentinel, pushed once every worker has
- * seeded and no task is outstanding (pushed, not finished).
+ * (blocking on their ticket) until the completion that finishes the last
+ * task raises `terminated` (see evt_complete_one).
  * The last worker to finish zeroes the per-launch state for the next launch.
  */
 #ifndef EVT_LOOP_H
@@ -52,20 +52,13 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
 
 EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
 {
-    if (EVT_LEADER) {
-        int64_t mine = 0;
-        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) mine++;
-        if (mine) evt_add_seq_cst(C->outstanding, (int32_t)mine);
+    if (evt_dynamic_goal(C) == 0) return; /* no task at this shape */
+    if (EVT_LEADER)
         for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) evt_push(C, C->seeds[k]);
-        /* done_workers counts the workers that have seeded (0..nworkers), then
-           those that have left (nworkers..2*nworkers) */
-        evt_add_seq_cst(C->done_workers, 1);
-        evt_maybe_finish(C);
-    }
     for (;;) {
         if (EVT_LEADER) {
             int64_t task = EVT_RING_EXIT;
-            if (!evt_pop(C, W, &task)) task = EVT_RING_EXIT; /* aborted */
+            if (!evt_pop(C, W, &task)) task = EVT_RING_EXIT; /* done or aborted */
             W->entry = task;
             if (task >= 0) evt_chaos(C, W); /* chaos: delay after pop */
         }
@@ -74,11 +67,8 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
         if (task < 0) break;
         int call = evt_call_of_task(C, task);
         evt_dispatch(C, W, call, task - C->task_base[call], C->ext);
-        EVT_SYNC();
-        if (EVT_LEADER) {
-            evt_add_seq_cst(C->outstanding, -1);
-            evt_maybe_finish(C);
-        }
+        EVT_SYNC(); /* W->entry is rewritten only after everyone read it */
+        if (EVT_LEADER) evt_complete_one(C);
     }
 }
 
@@ -91,16 +81,17 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
         W->task = -1;
     }
     EVT_SYNC();
-    if (worker_id == 0) evt_arm_inputs(C, W);
+    if (worker_id == 0) {
+        evt_arm_inputs(C, W);
+        /* arming input events was the launch's extra "seed" (dynamic) */
+        if (EVT_INPUT_ARMING && C->mode == EVT_MODE_DYNAMIC && EVT_LEADER) evt_complete_one(C);
+    }
     if (C->mode == EVT_MODE_STATIC) evt_run_static(C, W);
     else evt_run_dynamic(C, W);
 
     /* The last worker out checks the counters and re-arms the state. */
     EVT_SYNC();
-    if (EVT_LEADER) {
-        int total = (C->mode == EVT_MODE_DYNAMIC ? 2 : 1) * C->nworkers;
-        W->arm = evt_add_acq_rel(C->done_workers, 1) + 1 == total;
-    }
+    if (EVT_LEADER) W->arm = evt_add_acq_rel(C->done_workers, 1) + 1 == C->nworkers;
     EVT_SYNC();
     if (!W->arm || evt_block_stop(C, W)) return;
     /* Every counter must have reached its target: otherwise some task never
@@ -115,7 +106,11 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
     int64_t n = C->state_len - 1; /* done_workers is the last word */
     for (int64_t i = EVT_TID; i < n; i += EVT_NTHREADS) C->state[i] = 0;
     EVT_SYNC();
-    if (EVT_LEADER) evt_store_relaxed(C->done_workers, 0);
+    if (EVT_LEADER) {
+        /* tickets taken after the last task are never filled: rewind them */
+        evt_store64_release(&C->ring->deq, evt_load64_acquire(&C->ring->enq));
+        evt_store_relaxed(C->done_workers, 0);
+    }
 }
 
 #endif

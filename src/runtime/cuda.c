@@ -537,11 +537,12 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     *threads = block_threads(v->p);
     int per_sm = 0;
     CK(G.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, 0));
-    if (b->nworkers > per_sm * G.sms)
+    /* the request is what must fit (a static launch may start fewer workers) */
+    if (be->nworkers > per_sm * G.sms || b->nworkers > per_sm * G.sms)
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
                               "%d workers requested but at most %d blocks of %d threads can be co-resident on %s "
                               "(%d per SM x %d SMs); a persistent kernel needs every worker resident: use --workers <= %d",
-                              b->nworkers, per_sm * G.sms, *threads, G.name, per_sm, G.sms, per_sm * G.sms);
+                              be->nworkers, per_sm * G.sms, *threads, G.name, per_sm, G.sms, per_sm * G.sms);
     if ((st = upload_bound(be, g, d))) return st;
     /* tensors */
     evt_tensor_ref *tr = calloc(g->ntensors + 1, sizeof *tr);

@@ -12,9 +12,9 @@
  *       through the read-only path (program inputs); x and r through plain
  *       coherent loads (written earlier in the same launch). A scalar path
  *       handles K % 32 != 0 or misaligned rows.
- *   *_prefetch_cuda: cp.async.bulk.prefetch.L2 of (at most the first
- *       EVT_LLM_PREFETCH_CAP bytes of) the task's weight rows, which are one
- *       contiguous range of W.
+ *   *_prefetch_cuda: called by the worker's leader alone before its waits:
+ *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
+ *       bytes of) the task's weight rows, one contiguous range of W.
  *   rmsnorm / q_rope / k_rope_append: block reductions; RoPE angles in double
  *       exactly as the C reference.
  *   attn_split: lanes split head_dim in 8-element (16-byte) chunks, a warp
@@ -155,11 +155,13 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
     }
     const uint4 z = make_uint4(0, 0, 0, 0);
     int64_t c = c0;
-    /* two k chunks per iteration: all loads first */
-    for (; c + 2 <= c1; c += 2) {
-        uint4 w[2][NW][2], xv[2][NB8];
+    /* UN k chunks per iteration, all loads first: a persistent block has 8
+     * warps, so bytes in flight come from unrolling */
+    constexpr int UN = NB8 == 1 ? 4 : 2;
+    for (; c + UN <= c1; c += UN) {
+        uint4 w[UN][NW][2], xv[UN][NB8];
 #pragma unroll
-        for (int u = 0; u < 2; u++) {
+        for (int u = 0; u < UN; u++) {
             int64_t k = (c + u) * 32;
 #pragma unroll
             for (int q = 0; q < NW; q++) {
@@ -170,7 +172,7 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
             for (int j = 0; j < NB8; j++) xv[u][j] = xok[j] ? evt_llm_ldx(xp[j] + k) : z;
         }
 #pragma unroll
-        for (int u = 0; u < 2; u++)
+        for (int u = 0; u < UN; u++)
 #pragma unroll
             for (int q = 0; q < NW; q++)
 #pragma unroll
@@ -300,6 +302,7 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     else evt_llm_gemv_mma<MODE, 4>(a);
 }
 
+/* Called by one thread (the worker's leader, before its waits). */
 __device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t N, int64_t K, int64_t n0, int64_t tn)
 {
     int64_t n1 = n0 + tn < N ? n0 + tn : N;
@@ -309,16 +312,15 @@ __device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t
     if (bytes > EVT_LLM_PREFETCH_CAP) bytes = EVT_LLM_PREFETCH_CAP;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (!((uintptr_t)p & 15)) {
-        const int64_t chunk = 16384;
-        for (int64_t o = (int64_t)threadIdx.x * chunk; o < bytes; o += (int64_t)blockDim.x * chunk) {
+        const int64_t chunk = 32768;
+        for (int64_t o = 0; o < bytes; o += chunk) {
             uint32_t sz = (uint32_t)((bytes - o < chunk ? bytes - o : chunk) & ~(int64_t)15);
             if (sz) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(sz) : "memory");
         }
         return;
     }
 #endif
-    for (int64_t o = (int64_t)threadIdx.x * 128; o < bytes; o += (int64_t)blockDim.x * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+    for (int64_t o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
 }
 
 __device__ __noinline__ void linear_cuda(const evt_task_args *a) { evt_llm_gemv<0>(a); }

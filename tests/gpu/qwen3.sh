@@ -35,9 +35,9 @@ run_case() { # name model batch ctx steps [extra evtc args]
     rm -rf "$dir"
 }
 run_case tiny-b2 examples/qwen3-tiny.json 2 32 8
-run_case tiny-b5 examples/qwen3-tiny.json 5 40 4 --sched dynamic
 run_case mid-b4 tests/gpu/qwen3-mid.json 4 64 4
 if [ "${1:-}" != "--quick" ]; then
+    run_case tiny-b5-dynamic examples/qwen3-tiny.json 5 40 4 --sched dynamic
     run_case qwen3-0.6b-b2 qwen3-0.6b 2 128 4
 fi
 echo "$pass passed, $fail failed"
