@@ -40,6 +40,9 @@ EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return evt_aref32(*p).compare_exchange_strong(expect, desired, cuda::memory_order_acq_rel); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p).fetch_add(v, cuda::memory_order_relaxed); }
+/* Release add whose result nobody waits for: a reduction, no round trip. */
+EVT_DEV void evt_red_release(int32_t *p, int32_t v)
+{ asm volatile("red.release.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 EVT_DEV void evt_fence(void) { __threadfence(); }
 EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
@@ -67,6 +70,7 @@ EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+EVT_DEV void evt_red_release(int32_t *p, int32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELEASE); }
 EVT_DEV void evt_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 EVT_DEV uint64_t evt_now_ns(void)
 {
@@ -148,6 +152,7 @@ EVT_DEV int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int64
         v = evt_load_acquire(cnt);
         if (v >= target) return 0;
         if (evt_aborted(C)) return 1;
+        if (spin < 64) continue; /* hot polls first: most handoffs are short */
         evt_pause(backoff);
         if (backoff < 256) backoff *= 2; /* GPU: a 1024 ns cap added ~0.4 us per handoff */
         if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
@@ -233,6 +238,10 @@ EVT_DEV void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
  * when this add completed the element (callers then credit trigger ranges). */
 EVT_DEV int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t delta)
 {
+    if (C->mode != EVT_MODE_DYNAMIC) { /* static: nobody acts on completion */
+        evt_red_release(&C->counters[elem], delta);
+        return 0;
+    }
     int32_t now = evt_add_acq_rel(&C->counters[elem], delta) + delta;
     if (now != C->target[elem]) return 0;
     /* with early push, static elements credited their consumers at dispatch */
