@@ -64,7 +64,8 @@ typedef struct evt_decode_opts {
 } evt_decode_opts;
 
 typedef struct evt_decode_result {
-    double ms_per_token;   /* mean over steps after the first */
+    double ms_per_token;   /* CPU: mean over steps after the first; GPU: back-to-back launches */
+    int timed_launches;    /* GPU: launches timed with CUDA events (0 on the CPU) */
     double first_ms;
     int64_t steps_checked; /* steps compared with the reference (check) */
     int check_failed;

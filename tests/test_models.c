@@ -1,0 +1,288 @@
+/* test_models.c — the LLM tiles against independent double-precision
+ * formulas (the megakernel and the reference share the C tiles, so these
+ * checks are what validates the math), the Qwen3 builder and config loader,
+ * and decode steps of a tiny model under every schedule, bitwise against
+ * the sequential reference. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness.h"
+#include "evt/models.h"
+#include "tiles/tiles_cpu.h"
+#include "runtime/half.h"
+
+static uint32_t seed = 1;
+static float frand(void) { seed = seed * 1664525u + 1013904223u; return (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f; }
+static uint16_t bf(float x) { return evt_f32_to_bf16(x); }
+static double fb(uint16_t h) { return evt_bf16_to_f32(h); }
+
+static evt_tensor_ref ref(void *p, int rank, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    evt_tensor_ref r = {p, {d0, d1, d2, d3}, rank, 0};
+    return r;
+}
+
+/* rel err <= 2^-7 (bf16 output rounding) plus f32 accumulation slack */
+static void near(double got, double want, double scale, const char *what)
+{
+    if (fabs(got - want) > 1e-2 * scale + 1e-6) fail_msg("%s: got %.6g, want %.6g", what, got, want);
+}
+
+static void linear_and_mlp(void **state)
+{
+    (void)state;
+    enum { B = 3, K = 40, N = 24 };
+    uint16_t x[B * K], W[N * K], Wu[N * K], r[B * N], y[B * N];
+    for (int i = 0; i < B * K; i++) x[i] = bf(frand());
+    for (int i = 0; i < N * K; i++) { W[i] = bf(frand()); Wu[i] = bf(frand()); }
+    for (int i = 0; i < B * N; i++) r[i] = bf(frand());
+    evt_task_args a = {0};
+    a.ncoord = 1;
+    a.t[0] = ref(x, 2, B, K, 1, 1);
+    a.t[1] = ref(W, 2, N, K, 1, 1);
+    a.t[2] = ref(y, 2, B, N, 1, 1);
+    a.iarg[0] = 8; /* tn */
+    for (int nb = 0; nb < 3; nb++) { a.coord[0] = nb; evt_tile_linear(&a); }
+    for (int b = 0; b < B; b++)
+        for (int n = 0; n < N; n++) {
+            double s = 0, mag = 0;
+            for (int k = 0; k < K; k++) { s += fb(x[b * K + k]) * fb(W[n * K + k]); mag += fabs(fb(x[b * K + k]) * fb(W[n * K + k])); }
+            near(fb(y[b * N + n]), s, mag, "linear");
+        }
+    a.t[2] = ref(r, 2, B, N, 1, 1);
+    a.t[3] = ref(y, 2, B, N, 1, 1);
+    for (int nb = 0; nb < 3; nb++) { a.coord[0] = nb; evt_tile_linear_res(&a); }
+    for (int n = 0; n < N; n++) {
+        double s = fb(r[N + n]), mag = fabs(s);
+        for (int k = 0; k < K; k++) { s += fb(x[K + k]) * fb(W[n * K + k]); mag += fabs(fb(x[K + k]) * fb(W[n * K + k])); }
+        near(fb(y[N + n]), s, mag, "linear_res");
+    }
+    /* mlp_up: silu(x Wg^T) * (x Wu^T) */
+    a.t[2] = ref(Wu, 2, N, K, 1, 1);
+    a.t[3] = ref(y, 2, B, N, 1, 1);
+    for (int nb = 0; nb < 3; nb++) { a.coord[0] = nb; evt_tile_mlp_up(&a); }
+    for (int n = 0; n < N; n++) {
+        double g = 0, u = 0;
+        for (int k = 0; k < K; k++) { g += fb(x[k]) * fb(W[n * K + k]); u += fb(x[k]) * fb(Wu[n * K + k]); }
+        near(fb(y[n]), g / (1 + exp(-g)) * u, fabs(g * u) + 1, "mlp_up");
+    }
+}
+
+static void norm_and_rope(void **state)
+{
+    (void)state;
+    enum { H = 32, HD = 16, NH = 2, NKV = 1 };
+    uint16_t x[2 * H], w[H], y[2 * H];
+    for (int i = 0; i < 2 * H; i++) x[i] = bf(frand() * 3);
+    for (int i = 0; i < H; i++) w[i] = bf(1 + frand() / 4);
+    evt_task_args a = {0};
+    a.ncoord = 1;
+    a.coord[0] = 1;
+    a.t[0] = ref(x, 2, 2, H, 1, 1);
+    a.t[1] = ref(w, 1, H, 1, 1, 1);
+    a.t[2] = ref(y, 2, 2, H, 1, 1);
+    a.iarg[0] = 1000000; /* eps 1e-6 */
+    evt_tile_rmsnorm(&a);
+    double ss = 0;
+    for (int i = 0; i < H; i++) ss += fb(x[H + i]) * fb(x[H + i]);
+    double inv = 1 / sqrt(ss / H + 1e-6);
+    for (int i = 0; i < H; i++) near(fb(y[H + i]), fb(x[H + i]) * inv * fb(w[i]), fabs(fb(x[H + i]) * inv * fb(w[i])) + 0.01, "rmsnorm");
+
+    /* q_rope: per-head norm, then rotate-half RoPE; at position 0 it is the
+       norm alone, and RoPE preserves the norm of every (i, i + hd/2) pair */
+    uint16_t qkv[(NH + 2 * NKV) * HD], qn[HD], q[NH * HD];
+    int32_t pos[1] = {0};
+    for (int i = 0; i < (NH + 2 * NKV) * HD; i++) qkv[i] = bf(frand());
+    for (int i = 0; i < HD; i++) qn[i] = bf(1);
+    evt_task_args r = {0};
+    r.ncoord = 2;
+    r.coord[0] = 0;
+    r.coord[1] = 1;
+    r.t[0] = ref(qkv, 2, 1, (NH + 2 * NKV) * HD, 1, 1);
+    r.t[1] = ref(qn, 1, HD, 1, 1, 1);
+    r.t[2] = ref(pos, 1, 1, 1, 1, 1);
+    r.t[3] = ref(q, 3, 1, NH, HD, 1);
+    r.iarg[0] = 1000000;
+    r.iarg[1] = 1000000;
+    evt_tile_q_rope(&r);
+    ss = 0;
+    for (int i = 0; i < HD; i++) ss += fb(qkv[HD + i]) * fb(qkv[HD + i]);
+    inv = 1 / sqrt(ss / HD + 1e-6);
+    for (int i = 0; i < HD; i++) near(fb(q[HD + i]), fb(qkv[HD + i]) * inv, 1, "rope at position 0");
+    pos[0] = 37;
+    evt_tile_q_rope(&r);
+    for (int i = 0; i < HD / 2; i++) {
+        double a0 = fb(qkv[HD + i]) * inv, a1 = fb(qkv[HD + i + HD / 2]) * inv;
+        double th = 37 * pow(1e6, -2.0 * i / HD);
+        near(fb(q[HD + i]), a0 * cos(th) - a1 * sin(th), 1, "rope first half");
+        near(fb(q[HD + i + HD / 2]), a1 * cos(th) + a0 * sin(th), 1, "rope second half");
+    }
+}
+
+/* split-KV attention + merge == softmax(q k / sqrt(d)) v over 0..pos */
+static void attention(void **state)
+{
+    (void)state;
+    enum { NH = 4, NKV = 2, HD = 8, PS = 4, MP = 5, L = 13 };
+    static uint16_t q[NH * HD], kc[MP * PS * NKV * HD], vc[MP * PS * NKV * HD], o[NH * HD];
+    int32_t bt[MP] = {3, 0, 4, 1, 2}, pos[1] = {L - 1};
+    for (int i = 0; i < NH * HD; i++) q[i] = bf(frand());
+    for (int i = 0; i < MP * PS * NKV * HD; i++) { kc[i] = bf(frand()); vc[i] = bf(frand()); }
+    for (int S = 1; S <= 5; S++) {
+        float *part = calloc(NH * S * (HD + 2), sizeof(float));
+        evt_task_args a = {0};
+        a.ncoord = 3;
+        a.t[0] = ref(q, 3, 1, NH, HD, 1);
+        a.t[1] = ref(kc, 4, MP, PS, NKV, HD);
+        a.t[2] = ref(vc, 4, MP, PS, NKV, HD);
+        a.t[3] = ref(bt, 2, 1, MP, 1, 1);
+        a.t[4] = ref(pos, 1, 1, 1, 1, 1);
+        a.t[5] = ref(part, 4, 1, NH, S, HD + 2);
+        for (int h = 0; h < NH; h++)
+            for (int s = 0; s < S; s++) { a.coord[1] = h; a.coord[2] = s; evt_tile_attn_split(&a); }
+        evt_task_args m = {0};
+        m.ncoord = 2;
+        m.t[0] = ref(part, 4, 1, NH, S, HD + 2);
+        m.t[1] = ref(o, 2, 1, NH * HD, 1, 1);
+        for (int h = 0; h < NH; h++) { m.coord[1] = h; evt_tile_attn_merge(&m); }
+        for (int h = 0; h < NH; h++) {
+            int g = h / (NH / NKV);
+            double sc[L], mx = -1e300, z = 0;
+            for (int t = 0; t < L; t++) {
+                int off = ((bt[t / PS] * PS + t % PS) * NKV + g) * HD;
+                double d = 0;
+                for (int i = 0; i < HD; i++) d += fb(q[h * HD + i]) * fb(kc[off + i]);
+                sc[t] = d / sqrt(HD);
+                if (sc[t] > mx) mx = sc[t];
+            }
+            for (int t = 0; t < L; t++) z += exp(sc[t] - mx);
+            for (int i = 0; i < HD; i++) {
+                double acc = 0;
+                for (int t = 0; t < L; t++) {
+                    int off = ((bt[t / PS] * PS + t % PS) * NKV + g) * HD;
+                    acc += exp(sc[t] - mx) / z * fb(vc[off + i]);
+                }
+                near(fb(o[h * HD + i]), acc, 1, "attention");
+            }
+        }
+        free(part);
+    }
+}
+
+static void argmax_ties(void **state)
+{
+    (void)state;
+    uint16_t logits[20];
+    for (int i = 0; i < 20; i++) logits[i] = bf((float)(i % 7));
+    float pv[4];
+    int32_t pi[4], next[1];
+    evt_task_args a = {0};
+    a.ncoord = 2;
+    a.t[0] = ref(logits, 2, 1, 20, 1, 1);
+    a.t[1] = ref(pv, 2, 1, 4, 1, 1);
+    a.t[2] = ref(pi, 2, 1, 4, 1, 1);
+    a.iarg[0] = 5;
+    for (int c = 0; c < 4; c++) { a.coord[1] = c; evt_tile_argmax_part(&a); }
+    evt_task_args f = {0};
+    f.ncoord = 1;
+    f.t[0] = a.t[1];
+    f.t[1] = a.t[2];
+    f.t[2] = ref(next, 1, 1, 1, 1, 1);
+    evt_tile_argmax_final(&f);
+    assert_int_equal(next[0], 6); /* 6 and 13 hold the maximum (6): lowest index */
+}
+
+static void config_and_program(void **state)
+{
+    (void)state;
+    evt_qwen3_config c;
+    evt_diag d;
+    evt_diag_init(&d, "cfg");
+    assert_int_equal(evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d), EVT_OK);
+    assert_int_equal(c.hidden_size, 64);
+    assert_int_equal(c.num_key_value_heads, 2);
+    assert_true(evt_qwen3_preset("qwen3-8b", &c) && c.num_hidden_layers == 36 && !c.tie_word_embeddings);
+    assert_false(evt_qwen3_preset("qwen3-9000b", &c));
+    /* 0.6b: 0.44 B params outside the embedding + 0.16 B embedding, bf16 */
+    assert_true(evt_qwen3_preset("qwen3-0.6b", &c));
+    double gb = evt_qwen3_weight_bytes(&c) / 1e9;
+    assert_true(gb > 1.1 && gb < 1.3);
+    FILE *f = fopen("/tmp/evt-bad-config.json", "w");
+    fputs("{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 3, \"num_key_value_heads\": 2,"
+          " \"intermediate_size\": 8, \"vocab_size\": 16}", f);
+    fclose(f);
+    assert_int_not_equal(evt_qwen3_load_config("/tmp/evt-bad-config.json", &c, &d), EVT_OK);
+    assert_non_null(strstr(d.text, "heads must be a multiple of kv heads"));
+    f = fopen("/tmp/evt-bad-config.json", "w");
+    fputs("{\"hidden_size\": \"big\"}", f);
+    fclose(f);
+    assert_int_not_equal(evt_qwen3_load_config("/tmp/evt-bad-config.json", &c, &d), EVT_OK);
+    assert_non_null(strstr(d.text, "'hidden_size' must be a positive integer"));
+    unlink("/tmp/evt-bad-config.json");
+    /* the generated program is an ordinary one: it parses and round-trips */
+    evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d);
+    evt_qwen3_opts o = {.max_batch = 16, .max_ctx = 64};
+    char *text = evt_qwen3_program(&c, &o, &d);
+    evt_graph *g = evt_parse(text, strlen(text), &d);
+    assert_non_null(g);
+    evt_printer p1 = {0}, p2 = {0};
+    evt_print_graph(&p1, g);
+    evt_graph *g2 = evt_parse(p1.buf, p1.len, &d);
+    evt_print_graph(&p2, g2);
+    assert_string_equal(p1.buf, p2.buf);
+    evt_pr_free(&p1);
+    evt_pr_free(&p2);
+    evt_graph_free(g);
+    evt_graph_free(g2);
+    free(text);
+    evt_diag_free(&d);
+}
+
+static void tiny_decode(void **state)
+{
+    (void)state;
+    evt_sched_kind s[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED};
+    for (int k = 0; k < 3; k++) {
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 1 + 3 * k, .ctx = 20 + k, .steps = 3,
+                             .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1};
+        o.run.sched = s[k];
+        o.run.workers = 3 + k;
+        o.run.early_push = k == 1;
+        evt_decode_result r;
+        evt_diag d;
+        evt_diag_init(&d, "decode");
+        evt_status st = evt_decode(&o, &r, &d);
+        if (st) fail_msg("%s: %s", evt_sched_name(s[k]), d.text);
+        assert_int_equal(r.steps_checked, 3);
+        assert_int_equal(r.check_failed, 0);
+        evt_diag_free(&d);
+    }
+    /* bad requests are errors, not crashes */
+    evt_decode_opts bad = {.model = "no-such-model", .batch = 1, .ctx = 8, .steps = 1, .quiet = 1};
+    evt_decode_result r;
+    evt_diag d;
+    evt_diag_init(&d, "decode");
+    assert_int_not_equal(evt_decode(&bad, &r, &d), EVT_OK);
+    bad.model = "examples/qwen3-tiny.json";
+    bad.batch = 0;
+    assert_int_equal(evt_decode(&bad, &r, &d), EVT_ERR_SHAPE);
+    bad.batch = 4;
+    bad.build.max_batch = 2; /* the program's bound on B */
+    assert_int_equal(evt_decode(&bad, &r, &d), EVT_ERR_SHAPE);
+    evt_diag_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(linear_and_mlp),
+        cmocka_unit_test(norm_and_rope),
+        cmocka_unit_test(attention),
+        cmocka_unit_test(argmax_ties),
+        cmocka_unit_test(config_and_program),
+        cmocka_unit_test(tiny_decode),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
