@@ -8,23 +8,6 @@
 #include <string.h>
 #include "pass/taskgraph.h"
 
-static int call_writes(const evt_call *c, const evt_tensor *t)
-{
-    const evt_tile_decl *decl = evt_tile_find(c->op);
-    for (int a = 0; decl && a < c->nargs && a < decl->nparams; a++)
-        if (c->args[a].kind == EVT_ARG_TENSOR && c->args[a].tensor == t &&
-            (decl->params[a].mode == EVT_PARAM_OUT || decl->params[a].mode == EVT_PARAM_INOUT))
-            return 1;
-    return 0;
-}
-
-static void loads_of(const evt_expr *e, const evt_tensor **out, int *n, int cap)
-{
-    if (!e) return;
-    if (e->op == EVT_E_LOAD && *n < cap) out[(*n)++] = e->tensor;
-    for (int i = 0; i < e->nargs; i++) loads_of(e->a[i], out, n, cap);
-}
-
 /* The single call that writes every tensor a data-dependent count depends on. */
 static evt_status find_armers(evt_plan *p, evt_diag *d)
 {
@@ -41,14 +24,14 @@ static evt_status find_armers(evt_plan *p, evt_diag *d)
                 const evt_edge *e = &call->edges[k];
                 if (e->event->id != ev) continue;
                 if (e->kind == EVT_WAIT) { if (e->trigger && nd < 32) deps[nd++] = e->trigger; continue; }
-                for (int i = 0; i < e->nidx; i++) loads_of(e->idx[i], deps, &nd, 32);
+                for (int i = 0; i < e->nidx; i++) evt_expr_loads(e->idx[i], deps, &nd, 32);
                 if (p->call[c].trigger_edge >= 0 && nd < 32) deps[nd++] = call->edges[p->call[c].trigger_edge].trigger;
             }
         }
         int armer = EVT_ARMER_INPUTS;
         for (int i = 0; i < nd; i++)
             for (int c = 0; c < g->ncalls; c++) {
-                if (!call_writes(g->calls[c], deps[i])) continue;
+                if (!evt_call_writes(g->calls[c], deps[i])) continue;
                 if (armer != EVT_ARMER_INPUTS && armer != c) {
                     st = evt_diag_error(d, EVT_ERR_VERIFY, g->events[ev]->loc,
                                         "event %s: its count depends on tensors written by calls %s and %s; "

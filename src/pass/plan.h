@@ -77,6 +77,13 @@ int evt_edge_elems(const evt_shape *s, const evt_call *c, const evt_edge *e,
                    const int64_t *coord, const evt_eval_env *base_env,
                    evt_elem_fn fn, void *user, int64_t *bad);
 
+/* Element `elem` (absolute counter index) as "E[1, 2]". */
+void evt_elem_name(const evt_shape *s, int64_t elem, char *buf, size_t n);
+/* 1 if call c writes tensor t (an OUT or INOUT parameter of its operator). */
+int evt_call_writes(const evt_call *c, const evt_tensor *t);
+/* Appends the tensors an expression reads (LOAD) to out[] (at most cap). */
+void evt_expr_loads(const evt_expr *e, const evt_tensor **out, int *n, int cap);
+
 /* 1 if the edge's map reads a tensor or the call's validity depends on data:
  * its targets can only be known at run time. */
 int evt_edge_is_data(const evt_plan *p, const evt_call *c, const evt_edge *e);

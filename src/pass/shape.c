@@ -1,6 +1,7 @@
 /* shape.c — a plan evaluated at one concrete shape: grid and event extents,
  * task numbering, counter layout, and enumeration of the event elements an
  * edge touches. Shared by bind, the static scheduler and the reference. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pass/plan.h"
@@ -135,4 +136,34 @@ int evt_edge_elems(const evt_shape *s, const evt_call *c, const evt_edge *e,
             fn(user, elem);
         }
     return 0;
+}
+
+void evt_elem_name(const evt_shape *s, int64_t elem, char *buf, size_t n)
+{
+    const evt_graph *g = s->p->g;
+    int ev = 0;
+    while (ev + 1 < g->nevents && s->ev_base[ev + 1] <= elem) ev++;
+    int64_t idx[EVT_MAX_RANK] = {0};
+    evt_shape_decode(&s->ev_dim[ev * 4], g->events[ev]->rank, elem - s->ev_base[ev], idx);
+    int len = snprintf(buf, n, "%s[", g->events[ev]->name);
+    for (int k = 0; k < g->events[ev]->rank && len > 0 && (size_t)len < n; k++)
+        len += snprintf(buf + len, n - len, k ? ", %lld" : "%lld", (long long)idx[k]);
+    if (len > 0 && (size_t)len < n) snprintf(buf + len, n - len, "]");
+}
+
+int evt_call_writes(const evt_call *c, const evt_tensor *t)
+{
+    const evt_tile_decl *decl = evt_tile_find(c->op);
+    for (int a = 0; decl && a < c->nargs && a < decl->nparams; a++)
+        if (c->args[a].kind == EVT_ARG_TENSOR && c->args[a].tensor == t &&
+            (decl->params[a].mode == EVT_PARAM_OUT || decl->params[a].mode == EVT_PARAM_INOUT))
+            return 1;
+    return 0;
+}
+
+void evt_expr_loads(const evt_expr *e, const evt_tensor **out, int *n, int cap)
+{
+    if (!e) return;
+    if (e->op == EVT_E_LOAD && *n < cap) out[(*n)++] = e->tensor;
+    for (int i = 0; i < e->nargs; i++) evt_expr_loads(e->a[i], out, n, cap);
 }

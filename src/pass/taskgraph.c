@@ -123,15 +123,7 @@ static void name_node(const evt_taskgraph *tg, int64_t node, char *buf, size_t n
         snprintf(buf, n, "%s[*]", g->events[node - s->ntasks - s->ncounters]->name);
         return;
     }
-    int64_t elem = node - s->ntasks;
-    int ev = 0;
-    while (ev + 1 < g->nevents && s->ev_base[ev + 1] <= elem) ev++;
-    int64_t idx[EVT_MAX_RANK];
-    evt_shape_decode(&s->ev_dim[ev * 4], g->events[ev]->rank, elem - s->ev_base[ev], idx);
-    int len = snprintf(buf, n, "%s[", g->events[ev]->name);
-    for (int k = 0; k < g->events[ev]->rank && len > 0 && (size_t)len < n; k++)
-        len += snprintf(buf + len, n - len, k ? ", %lld" : "%lld", (long long)idx[k]);
-    if (len > 0 && (size_t)len < n) snprintf(buf + len, n - len, "]");
+    evt_elem_name(s, node - s->ntasks, buf, n);
 }
 
 evt_status evt_taskgraph_check(const evt_taskgraph *tg, const int64_t *qnext, const char *what, evt_diag *d)

@@ -83,31 +83,13 @@ static int reaches(const evt_graph *g, const unsigned char *reach, int from, int
     return !reach || reach[(size_t)from * g->ncalls + to];
 }
 
-static int call_writes(const evt_call *c, const evt_tensor *t)
-{
-    const evt_tile_decl *decl = evt_tile_find(c->op);
-    if (!decl) return 0;
-    for (int a = 0; a < c->nargs && a < decl->nparams; a++)
-        if (c->args[a].kind == EVT_ARG_TENSOR && c->args[a].tensor == t &&
-            (decl->params[a].mode == EVT_PARAM_OUT || decl->params[a].mode == EVT_PARAM_INOUT))
-            return 1;
-    return 0;
-}
-
-static void collect_loads(const evt_expr *e, const evt_tensor **out, int *n, int cap)
-{
-    if (!e) return;
-    if (e->op == EVT_E_LOAD && *n < cap) out[(*n)++] = e->tensor;
-    for (int i = 0; i < e->nargs; i++) collect_loads(e->a[i], out, n, cap);
-}
-
 /* A consumer reading data some other call writes must be ordered after it. */
 static void check_coverage(const evt_graph *g, const unsigned char *reach, const evt_call *c, const evt_tensor *t,
                            evt_loc loc, evt_diag *d)
 {
     for (int w = 0; w < g->ncalls; w++) {
         const evt_call *wc = g->calls[w];
-        if (wc == c || !call_writes(wc, t)) continue;
+        if (wc == c || !evt_call_writes(wc, t)) continue;
         if (!reaches(g, reach, w, c->id))
             evt_diag_error(d, EVT_ERR_VERIFY, loc,
                            "call %s reads %s, written by call %s, but waits on no event that orders it after %s",
@@ -122,7 +104,7 @@ static void check_trigger_order(const evt_graph *g, const unsigned char *reach, 
     const evt_tensor *t = c->edges[k].trigger;
     for (int w = 0; w < g->ncalls; w++) {
         const evt_call *wc = g->calls[w];
-        if (wc == c || !call_writes(wc, t)) continue;
+        if (wc == c || !evt_call_writes(wc, t)) continue;
         int ok = 0;
         for (int j = 0; j < k && !ok; j++) {
             const evt_edge *pe = &c->edges[j];
@@ -214,9 +196,9 @@ static void verify_call(const evt_graph *g, const unsigned char *reach, const ev
                 bad = 1;
             }
             const evt_tensor *loads[8]; int nl = 0;
-            collect_loads(e->idx[i], loads, &nl, 8);
+            evt_expr_loads(e->idx[i], loads, &nl, 8);
             for (int l = 0; l < nl; l++)
-                if (!call_writes(c, loads[l])) check_coverage(g, reach, c, loads[l], loc, d);
+                if (!evt_call_writes(c, loads[l])) check_coverage(g, reach, c, loads[l], loc, d);
         }
         /* a task waiting on what it notifies itself can never proceed */
         if (e->kind == EVT_WAIT && !bad)

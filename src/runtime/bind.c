@@ -210,14 +210,8 @@ void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *c
     if (e->task >= 0 && e->task < s->ntasks) evt_task_name(s, e->task, task, sizeof task);
     switch (e->kind) {
     case EVT_KERR_WAIT_TIMEOUT: {
-        int ev = e->event >= 0 && e->event < g->nevents ? e->event : 0;
-        int64_t idx[EVT_MAX_RANK] = {0};
-        evt_shape_decode(&s->ev_dim[ev * 4], g->events[ev]->rank, e->elem - s->ev_base[ev], idx);
         char el[128];
-        int len = snprintf(el, sizeof el, "%s[", g->events[ev]->name);
-        for (int k = 0; k < g->events[ev]->rank && len < (int)sizeof el; k++)
-            len += snprintf(el + len, sizeof el - len, k ? ", %lld" : "%lld", (long long)idx[k]);
-        snprintf(el + len, sizeof el - len, "]");
+        evt_elem_name(s, e->elem, el, sizeof el);
         long long obs = counters ? counters[e->elem] : e->observed;
         if (e->target == EVT_DATA_TARGET)
             snprintf(buf, n, "watchdog: task %s (worker %d) is stuck waiting on %s (data-dependent count; %s)",
@@ -249,15 +243,8 @@ void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *c
                      (long long)e->target);
         break;
     case EVT_KERR_INCOMPLETE: {
-        int ev = 0;
-        while (ev + 1 < g->nevents && s->ev_base[ev + 1] <= e->elem) ev++;
-        int64_t idx[EVT_MAX_RANK] = {0};
-        evt_shape_decode(&s->ev_dim[ev * 4], g->events[ev]->rank, e->elem - s->ev_base[ev], idx);
         char el[128];
-        int len = snprintf(el, sizeof el, "%s[", g->events[ev]->name);
-        for (int k = 0; k < g->events[ev]->rank && len < (int)sizeof el; k++)
-            len += snprintf(el + len, sizeof el - len, k ? ", %lld" : "%lld", (long long)idx[k]);
-        snprintf(el + len, sizeof el - len, "]");
+        evt_elem_name(s, e->elem, el, sizeof el);
         if (e->observed < e->target)
             snprintf(buf, n, "deadlock: the launch went quiet with %s at %lld of %lld notifies; the tasks waiting on it never ran",
                      el, (long long)e->observed, (long long)e->target);

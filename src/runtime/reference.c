@@ -69,18 +69,6 @@ static void on_elem(void *user, int64_t elem)
     else v->r->target[elem]++;
 }
 
-static void elem_name(const evt_shape *s, int64_t elem, char *buf, size_t n)
-{
-    const evt_graph *g = s->p->g;
-    int ev = 0;
-    while (ev + 1 < g->nevents && s->ev_base[ev + 1] <= elem) ev++;
-    int64_t idx[EVT_MAX_RANK];
-    evt_shape_decode(&s->ev_dim[ev * 4], g->events[ev]->rank, elem - s->ev_base[ev], idx);
-    int len = snprintf(buf, n, "%s[", g->events[ev]->name);
-    for (int k = 0; k < g->events[ev]->rank && len < (int)n; k++) len += snprintf(buf + len, n - len, k ? ", %lld" : "%lld", (long long)idx[k]);
-    if (len < (int)n) snprintf(buf + len, n - len, "]");
-}
-
 /* Data-dependent targets of event ev: histogram of its notify maps. */
 static evt_status arm(ref *r, int ev, evt_diag *d)
 {
@@ -150,7 +138,7 @@ evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffer
                 if (v.missing >= 0) {
                     char tn[160], en[160];
                     evt_task_name(&r.s, task, tn, sizeof tn);
-                    elem_name(&r.s, v.missing, en, sizeof en);
+                    evt_elem_name(&r.s, v.missing, en, sizeof en);
                     st = evt_diag_error(d, EVT_ERR_RUNTIME, e->loc.line ? e->loc : call->loc,
                                         "reference: task %s waits on %s, which is not complete when calls run in program order "
                                         "(%lld of %lld notifies); the sequential reference cannot run this program",
@@ -194,7 +182,7 @@ evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffer
     for (int64_t x = 0; x < r.s.ncounters && !st; x++)
         if (r.count[x] != r.target[x]) {
             char en[160];
-            elem_name(&r.s, x, en, sizeof en);
+            evt_elem_name(&r.s, x, en, sizeof en);
             st = evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
                                 "reference: %s received %lld notifies but its count is %lld", en, (long long)r.count[x], (long long)r.target[x]);
         }
