@@ -131,21 +131,28 @@ __device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, i
     }
 }
 
-/* One unit: rows n0..n0+15 (clipped at n1) x batches b0..b0+8*NB8 (clipped at
- * B), k chunks [c0, c1) of 32. NW = 1 (linear) or 2 (gate and up).
- * acc[w][j][4]: C fragment of weight w, batch tile j. */
-template <int NB8, int NW>
+/* One unit: rows n0 .. n0 + 16*RT (clipped at n1) x batches b0 .. b0 + 8*NB8
+ * (clipped at B), k chunks [c0, c1) of 32. NW = 1 (linear) or 2 (gate and
+ * up). acc[w][rt][j][4]: C fragment of weight w, row tile rt, batch tile j.
+ * RT > 1 reuses each x fragment for RT row tiles (large batches: x, not W,
+ * dominates the loads otherwise). */
+template <int NB8, int NW, int RT>
 __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, int64_t K,
                                              int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0, int64_t c1,
-                                             float acc[NW][NB8][4])
+                                             float acc[NW][RT][NB8][4])
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    bool r0ok = n0 + g < n1, r1ok = n0 + g + 8 < n1;
-    const evt_bf16 *wp[2][2];
-    wp[0][0] = W0 + (n0 + g) * K + 8 * t;
-    wp[0][1] = W0 + (n0 + g + 8) * K + 8 * t;
-    wp[1][0] = (NW > 1 ? W1 : W0) + (n0 + g) * K + 8 * t;
-    wp[1][1] = (NW > 1 ? W1 : W0) + (n0 + g + 8) * K + 8 * t;
+    bool rok[RT][2];
+    const evt_bf16 *wp[NW][RT][2];
+#pragma unroll
+    for (int r = 0; r < RT; r++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int64_t n = n0 + r * 16 + g + h * 8;
+            rok[r][h] = n < n1;
+            wp[0][r][h] = W0 + n * K + 8 * t;
+            if (NW > 1) wp[NW - 1][r][h] = W1 + n * K + 8 * t;
+        }
     const evt_bf16 *xp[NB8];
     bool xok[NB8];
 #pragma unroll
@@ -154,113 +161,104 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
         xp[j] = x + (b0 + 8 * j + g) * K + 8 * t;
     }
     const uint4 z = make_uint4(0, 0, 0, 0);
-    int64_t c = c0;
     /* UN k chunks per iteration, all loads first: a persistent block has 8
      * warps, so bytes in flight come from unrolling */
-    constexpr int UN = NB8 == 1 ? 4 : 2;
-    for (; c + UN <= c1; c += UN) {
-        uint4 w[UN][NW][2], xv[UN][NB8];
+    constexpr int UN = (NB8 == 1 && RT == 1) ? 4 : (2 * RT * NW + NB8 <= 8 ? 2 : 1);
+    int64_t c = c0;
+    for (; c < c1; c += UN) {
+        uint4 w[UN][NW][RT][2], xv[UN][NB8];
 #pragma unroll
         for (int u = 0; u < UN; u++) {
             int64_t k = (c + u) * 32;
+            bool kok = c + u < c1;
 #pragma unroll
-            for (int q = 0; q < NW; q++) {
-                w[u][q][0] = r0ok ? evt_llm_ldw(wp[q][0] + k) : z;
-                w[u][q][1] = r1ok ? evt_llm_ldw(wp[q][1] + k) : z;
-            }
+            for (int q = 0; q < NW; q++)
 #pragma unroll
-            for (int j = 0; j < NB8; j++) xv[u][j] = xok[j] ? evt_llm_ldx(xp[j] + k) : z;
+                for (int r = 0; r < RT; r++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) w[u][q][r][h] = kok && rok[r][h] ? evt_llm_ldw(wp[q][r][h] + k) : z;
+#pragma unroll
+            for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
         }
 #pragma unroll
         for (int u = 0; u < UN; u++)
 #pragma unroll
             for (int q = 0; q < NW; q++)
 #pragma unroll
-                for (int j = 0; j < NB8; j++) {
-                    evt_llm_mma(acc[q][j], w[u][q][0].x, w[u][q][1].x, w[u][q][0].y, w[u][q][1].y, xv[u][j].x, xv[u][j].y);
-                    evt_llm_mma(acc[q][j], w[u][q][0].z, w[u][q][1].z, w[u][q][0].w, w[u][q][1].w, xv[u][j].z, xv[u][j].w);
-                }
-    }
-    for (; c < c1; c++) {
-        int64_t k = c * 32;
-        uint4 w[NW][2], xv[NB8];
+                for (int r = 0; r < RT; r++)
 #pragma unroll
-        for (int q = 0; q < NW; q++) {
-            w[q][0] = r0ok ? evt_llm_ldw(wp[q][0] + k) : z;
-            w[q][1] = r1ok ? evt_llm_ldw(wp[q][1] + k) : z;
-        }
-#pragma unroll
-        for (int j = 0; j < NB8; j++) xv[j] = xok[j] ? evt_llm_ldx(xp[j] + k) : z;
-#pragma unroll
-        for (int q = 0; q < NW; q++)
-#pragma unroll
-            for (int j = 0; j < NB8; j++) {
-                evt_llm_mma(acc[q][j], w[q][0].x, w[q][1].x, w[q][0].y, w[q][1].y, xv[j].x, xv[j].y);
-                evt_llm_mma(acc[q][j], w[q][0].z, w[q][1].z, w[q][0].w, w[q][1].w, xv[j].z, xv[j].w);
-            }
+                    for (int j = 0; j < NB8; j++) {
+                        const uint4 *w0 = &w[u][q][r][0], *w1 = &w[u][q][r][1];
+                        evt_llm_mma(acc[q][r][j], w0->x, w1->x, w0->y, w1->y, xv[u][j].x, xv[u][j].y);
+                        evt_llm_mma(acc[q][r][j], w0->z, w1->z, w0->w, w1->w, xv[u][j].z, xv[u][j].w);
+                    }
     }
 }
 
-template <int MODE, int NB8>
+template <int MODE, int NB8, int RT>
 __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
-    constexpr int BB = 8 * NB8;
+    constexpr int BB = 8 * NB8, RB = 16 * RT;
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
     const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0];
     int64_t tn = a->iarg[0];
     int64_t n0 = a->coord[0] * tn, n1 = n0 + tn < N ? n0 + tn : N;
     if (n0 >= n1) return;
-    int64_t nrt = (n1 - n0 + 15) / 16, nbg = (B + BB - 1) / BB, U = nrt * nbg, nch = K / 32;
+    int64_t nrt = (n1 - n0 + RB - 1) / RB, nbg = (B + BB - 1) / BB, U = nrt * nbg, nch = K / 32;
     int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int64_t ksplit = U >= nwarps ? 1 : nwarps / U;
     if (ksplit > nch) ksplit = nch;
-    if (ksplit * U * 16 * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * 16 * BB * NW);
+    if (ksplit * U * RB * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW);
     if (ksplit < 1) ksplit = 1;
     if (ksplit == 1) {
         for (int64_t u = warp; u < U; u += nwarps) {
             int64_t rt = u / nbg, bg = u % nbg;
-            float acc[NW][NB8][4] = {};
-            int64_t r0 = n0 + rt * 16, b0 = bg * BB;
-            evt_llm_unit<NB8, NW>(x, W0, W1, K, r0, n1, b0, B, 0, nch, acc);
+            float acc[NW][RT][NB8][4] = {};
+            int64_t r0 = n0 + rt * RB, b0 = bg * BB;
+            evt_llm_unit<NB8, NW, RT>(x, W0, W1, K, r0, n1, b0, B, 0, nch, acc);
 #pragma unroll
-            for (int j = 0; j < NB8; j++)
+            for (int r = 0; r < RT; r++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int64_t n = r0 + g + (e >> 1) * 8, b = b0 + 8 * j + 2 * t + (e & 1);
-                    if (n < n1 && b < B) evt_llm_out<MODE>(a, b, n, acc[0][j][e], acc[NW - 1][j][e]);
-                }
+                for (int j = 0; j < NB8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int64_t n = r0 + r * 16 + g + (e >> 1) * 8, b = b0 + 8 * j + 2 * t + (e & 1);
+                        if (n < n1 && b < B) evt_llm_out<MODE>(a, b, n, acc[0][r][j][e], acc[NW - 1][r][j][e]);
+                    }
         }
         return;
     }
     /* fewer units than warps: split K, partials in shared memory */
-    float *part = evt_llm_smem; /* [ks][u][w][16][BB] */
+    float *part = evt_llm_smem; /* [ks][u][w][RB][BB] */
     if (warp < U * ksplit) {
         int64_t u = warp % U, ks = warp / U;
         int64_t rt = u / nbg, bg = u % nbg;
         int64_t c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
-        float acc[NW][NB8][4] = {};
-        evt_llm_unit<NB8, NW>(x, W0, W1, K, n0 + rt * 16, n1, bg * BB, B, c0, c1, acc);
+        float acc[NW][RT][NB8][4] = {};
+        evt_llm_unit<NB8, NW, RT>(x, W0, W1, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
 #pragma unroll
         for (int q = 0; q < NW; q++)
 #pragma unroll
-            for (int j = 0; j < NB8; j++)
+            for (int r = 0; r < RT; r++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int r = g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
-                    part[(((ks * U + u) * NW + q) * 16 + r) * BB + bb] = acc[q][j][e];
-                }
+                for (int j = 0; j < NB8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int rr = r * 16 + g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
+                        part[(((ks * U + u) * NW + q) * RB + rr) * BB + bb] = acc[q][r][j][e];
+                    }
     }
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < U * 16 * BB; i += blockDim.x) {
-        int64_t u = i / (16 * BB), r = (i / BB) % 16, bb = i % BB;
-        int64_t n = n0 + (u / nbg) * 16 + r, b = (u % nbg) * BB + bb;
+    for (int64_t i = threadIdx.x; i < U * RB * BB; i += blockDim.x) {
+        int64_t u = i / (RB * BB), r = (i / BB) % RB, bb = i % BB;
+        int64_t n = n0 + (u / nbg) * RB + r, b = (u % nbg) * BB + bb;
         if (n >= n1 || b >= B) continue;
         float s0 = 0, s1 = 0;
         for (int64_t ks = 0; ks < ksplit; ks++) {
-            s0 += part[(((ks * U + u) * NW + 0) * 16 + r) * BB + bb];
-            s1 += part[(((ks * U + u) * NW + NW - 1) * 16 + r) * BB + bb];
+            s0 += part[(((ks * U + u) * NW + 0) * RB + r) * BB + bb];
+            s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * BB + bb];
         }
         evt_llm_out<MODE>(a, b, n, s0, s1);
     }
@@ -297,9 +295,18 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0);
     if ((K & 31) || (al & 15) || (blockDim.x & 31)) { evt_llm_gemv_scalar<MODE>(a); return; }
-    if (B <= 8) evt_llm_gemv_mma<MODE, 1>(a);
-    else if (B <= 16 || MODE == 2) evt_llm_gemv_mma<MODE, 2>(a);
-    else evt_llm_gemv_mma<MODE, 4>(a);
+    int64_t N = a->t[1].dim[0], tn = a->iarg[0], nr = tn < N ? tn : N;
+    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1>(a); return; }
+    /* larger batches: several row tiles per warp share each x fragment */
+    if (B <= 16 || MODE == 2) {
+        if (nr >= 64) evt_llm_gemv_mma<MODE, 2, 4>(a);
+        else if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2>(a);
+        else evt_llm_gemv_mma<MODE, 2, 1>(a);
+    } else {
+        if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4>(a);
+        else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2>(a);
+        else evt_llm_gemv_mma<MODE, 4, 1>(a);
+    }
 }
 
 /* Called by one thread (the worker's leader, before its waits). */

@@ -16,32 +16,12 @@
  */
 #include <math.h>
 #include "tiles/tiles_cpu.h"
-
-static void build_index(const int32_t *topk, int64_t T, int64_t K, int64_t E,
-                        int32_t *indptr, int32_t *pos, int32_t *row_tok, int64_t nrows)
-{
-    for (int64_t e = 0; e <= E; e++) indptr[e] = 0;
-    for (int64_t i = 0; i < T * K; i++)
-        if (topk[i] >= 0 && topk[i] < E) indptr[topk[i] + 1]++;
-    for (int64_t e = 0; e < E; e++) indptr[e + 1] += indptr[e];
-    int64_t r = 0;
-    for (int64_t e = 0; e < E; e++)
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t k = 0; k < K; k++)
-                if (topk[t * K + k] == e) {
-                    pos[t * K + k] = (int32_t)r;
-                    if (r < nrows) row_tok[r] = (int32_t)t;
-                    r++;
-                }
-    for (int64_t i = 0; i < T * K; i++)
-        if (topk[i] < 0 || topk[i] >= E) pos[i] = -1;
-    for (; r < nrows; r++) row_tok[r] = 0;
-}
+#include "tiles/moe_index.h"
 
 void evt_tile_moe_index(const evt_task_args *a)
 {
     int64_t T = a->t[0].dim[0], K = a->t[0].dim[1], E = a->t[1].dim[0] - 1;
-    build_index(a->t[0].ptr, T, K, E, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, a->t[3].dim[0]);
+    evt_moe_build_index(a->t[0].ptr, T, K, E, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, a->t[3].dim[0]);
 }
 
 void evt_tile_moe_route(const evt_task_args *a)
@@ -72,7 +52,7 @@ void evt_tile_moe_route(const evt_task_args *a)
         for (int64_t k = 0; k < K; k++) z += expf(logits[topk[t * K + k]] - mx);
         for (int64_t k = 0; k < K; k++) topw[t * K + k] = expf(logits[topk[t * K + k]] - mx) / z;
     }
-    build_index(topk, T, K, E, a->t[4].ptr, a->t[5].ptr, a->t[6].ptr, a->t[6].dim[0]);
+    evt_moe_build_index(topk, T, K, E, a->t[4].ptr, a->t[5].ptr, a->t[6].ptr, a->t[6].dim[0]);
 }
 
 void evt_tile_moe_group(const evt_task_args *a)

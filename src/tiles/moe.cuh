@@ -9,26 +9,7 @@
 #ifndef EVT_TILE_MOE_CUH
 #define EVT_TILE_MOE_CUH
 
-__device__ __noinline__ void evt_moe_build_index(const int32_t *topk, int64_t T, int64_t K, int64_t E,
-                                                 int32_t *indptr, int32_t *pos, int32_t *row_tok, int64_t nrows)
-{
-    for (int64_t e = 0; e <= E; e++) indptr[e] = 0;
-    for (int64_t i = 0; i < T * K; i++)
-        if (topk[i] >= 0 && topk[i] < E) indptr[topk[i] + 1]++;
-    for (int64_t e = 0; e < E; e++) indptr[e + 1] += indptr[e];
-    int64_t r = 0;
-    for (int64_t e = 0; e < E; e++)
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t k = 0; k < K; k++)
-                if (topk[t * K + k] == e) {
-                    pos[t * K + k] = (int32_t)r;
-                    if (r < nrows) row_tok[r] = (int32_t)t;
-                    r++;
-                }
-    for (int64_t i = 0; i < T * K; i++)
-        if (topk[i] < 0 || topk[i] >= E) pos[i] = -1;
-    for (; r < nrows; r++) row_tok[r] = 0;
-}
+#include "tiles/moe_index.h"
 
 __device__ __forceinline__ void moe_index_cuda(const evt_task_args *a)
 {
