@@ -52,6 +52,9 @@ static evt_module *build_file(const char *path, evt_diag *d)
 }
 
 /* median of 5 evt_module_time measurements, ms per launch */
+/* dynamic-schedule knobs for the next timeit() calls */
+static int g_pop_batch = 1, g_early_push = 0;
+
 static double timeit(evt_module *m, int nsets, const char **sets, evt_sched_kind sched, int workers, int iters, evt_diag *d)
 {
     int64_t sym[64];
@@ -61,6 +64,8 @@ static double timeit(evt_module *m, int nsets, const char **sets, evt_sched_kind
     evt_run_opts o = {0};
     o.sched = sched;
     o.workers = workers;
+    o.pop_batch = g_pop_batch;
+    o.early_push = g_early_push;
     o.timeout_s = 20;
     double v[5];
     for (int k = 0; k < 5; k++)
@@ -129,6 +134,13 @@ int main(int argc, char **argv)
             double a = timeit(m, 1, s1, (evt_sched_kind)s, 0, 50, &d);
             double b = timeit(m, 1, sN, (evt_sched_kind)s, 0, 5, &d);
             printf("| %s | %.2f | %.1f | %.3f |\n", s ? "dynamic" : "static", a * 1e3, b * 1e3, (b - a) * 1e3 / 4095);
+            if (s == 1) {
+                g_early_push = 1;
+                a = timeit(m, 1, s1, EVT_SCHED_DYNAMIC, 0, 50, &d);
+                b = timeit(m, 1, sN, EVT_SCHED_DYNAMIC, 0, 5, &d);
+                g_early_push = 0;
+                printf("| dynamic, early push | %.2f | %.1f | %.3f |\n", a * 1e3, b * 1e3, (b - a) * 1e3 / 4095);
+            }
         }
         printf("\n");
         evt_module_free(m);
@@ -149,6 +161,15 @@ int main(int argc, char **argv)
                 double per = t * 1e3 * sms / n;
                 printf("| %.0f | %s | %s | %.1f | %.3g | %.3f | %.3f |\n", n, nsv[k] + 3, s ? "dynamic" : "static", t * 1e3,
                        n / (t / 1e3), per, per - tn);
+                if (s == 1)
+                    for (int bsz = 4; bsz <= 16; bsz *= 2) { /* tickets per atomic */
+                        g_pop_batch = bsz;
+                        t = timeit(m, 2, sets, EVT_SCHED_DYNAMIC, 0, 3, &d);
+                        g_pop_batch = 1;
+                        per = t * 1e3 * sms / n;
+                        printf("| %.0f | %s | dynamic, pop batch %d | %.1f | %.3g | %.3f | %.3f |\n", n, nsv[k] + 3, bsz, t * 1e3,
+                               n / (t / 1e3), per, per - tn);
+                    }
             }
         printf("\n");
         evt_module_free(m);
@@ -192,7 +213,15 @@ int main(int argc, char **argv)
         printf("| schedule | makespan (us) | vs ideal |\n|---|---|---|\n");
         printf("| ideal (total work / workers) | %.0f | 1.00 |\n", ideal);
         printf("| static (rr) | %.0f | %.3f |\n", ts * 1e3, ts * 1e3 / ideal);
-        printf("| dynamic | %.0f | %.3f |\n\n", td * 1e3, td * 1e3 / ideal);
+        printf("| dynamic | %.0f | %.3f |\n", td * 1e3, td * 1e3 / ideal);
+        g_early_push = 1;
+        td = timeit(m, 1, sets, EVT_SCHED_DYNAMIC, 0, 3, &d);
+        printf("| dynamic, early push | %.0f | %.3f |\n", td * 1e3, td * 1e3 / ideal);
+        g_early_push = 0;
+        g_pop_batch = 2;
+        td = timeit(m, 1, sets, EVT_SCHED_DYNAMIC, 0, 3, &d);
+        printf("| dynamic, pop batch 2 | %.0f | %.3f |\n\n", td * 1e3, td * 1e3 / ideal);
+        g_pop_batch = 1;
         evt_module_free(m);
     }
     printf("nvcc runs in this process: %lld (all during builds)\n", (long long)evt_cuda_compile_count());

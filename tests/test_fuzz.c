@@ -137,6 +137,7 @@ static void run_all_schedules(evt_module *m, const char *sym, int lo, int hi, co
             o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : EVT_SCHED_STATIC;
             o.policy = s == 1 ? EVT_QUEUE_CP : EVT_QUEUE_RR;
             o.early_push = s == 2 && rnd(2);
+            o.pop_batch = 1 + rnd(4);
             if (rnd(4) == 0) o.chaos = 1 + rnd(1000), o.chaos_max_ns = 20000;
             char *msg;
             evt_status st = h_run_check(m, 1, sets, &o, rnd(1000), &msg);

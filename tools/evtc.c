@@ -49,7 +49,7 @@ static int usage(const char *msg)
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
             "                [--sched static|dynamic|unfused] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
-            "                [--early-push] [--repeat N] [--trust-counts]\n"
+            "                [--early-push] [--pop-batch K] [--repeat N] [--trust-counts]\n"
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused] [--check] [--dump DIR]\n"
             "                [--emit-program FILE] [--splits N] [--page N] [--workers N] [--seed S]\n");
@@ -110,6 +110,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--counts")) c->counts = 1;
         else if (!strcmp(a, "--exact")) c->run.exact_shape = 1;
         else if (!strcmp(a, "--early-push")) c->run.early_push = 1;
+        else if (!strcmp(a, "--pop-batch")) { NEED(); if (!parse_int(v, 1, 64, &n)) { fprintf(stderr, "evtc: --pop-batch %s: expected 1..64\n", v); return 2; } c->run.pop_batch = (int)n; }
         else if (!strcmp(a, "--trust-counts")) c->copts.trust_counts = 1;
         else if (!strcmp(a, "--no-fuse")) c->copts.no_fuse = 1;
         else { fprintf(stderr, "evtc: unknown option %s\n", a); return usage(NULL); }

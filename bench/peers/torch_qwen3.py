@@ -164,8 +164,9 @@ def bench_hf(c, B, ctx, steps):
     def step():
         p = state["p"]
         cp = torch.tensor([p], device="cuda")
+        torch.compiler.cudagraph_mark_step_begin()  # the static cache mutates its own state tensors
         out = fwd(input_ids=tok, position_ids=cp[None].expand(B, 1), cache_position=cp, past_key_values=cache, use_cache=True)
-        tok.copy_(out.logits[:, -1].argmax(-1, keepdim=True))
+        tok.copy_(out.logits[:, -1].argmax(-1, keepdim=True).clone())
         state["p"] = p + 1
     t0 = time.time()
     for _ in range(4):

@@ -82,6 +82,7 @@ typedef struct evt_run_opts {
     uint32_t chaos;            /* nonzero: random delays (seed) */
     uint32_t chaos_max_ns;     /* bound of one delay (default 20000) */
     int early_push;            /* dynamic: push consumers once their producers are dispatched */
+    int pop_batch;             /* dynamic: ready-queue tickets per atomic (default 1) */
 } evt_run_opts;
 
 typedef struct evt_run_stats {

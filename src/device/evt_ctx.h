@@ -116,6 +116,7 @@ typedef struct evt_ctx {
     uint32_t chaos_max_ns;
     void *const *tile_fns;       /* CPU target: C tile functions by op index */
     int32_t early_push;          /* dynamic: push consumers when producers are dispatched */
+    int32_t pop_batch;           /* dynamic: tickets taken per fetch-add (>= 1) */
 } evt_ctx;
 
 #endif

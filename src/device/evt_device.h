@@ -102,6 +102,8 @@ typedef struct evt_worker {
     int32_t stop;      /* broadcast: leave the loop (launch aborted / done) */
     int64_t task;      /* broadcast: current global task id */
     int64_t entry;     /* broadcast: next queue entry (-1 none, -2 exit) */
+    int64_t ticket;    /* leader: next ticket of the current batch */
+    int32_t tickets_left, completed; /* leader: batch left; unreported completions */
     int64_t scratch[4];
     evt_task_args args; /* broadcast: the current task's arguments */
 } evt_worker;
@@ -182,19 +184,30 @@ EVT_DEV int evt_push(const evt_ctx *C, int64_t task)
     return 0;
 }
 
-/* Leader only. Takes a ticket and waits for its slot: returns 1 and the task,
- * or 0 when the launch is over (every task done), was aborted, or the
- * watchdog fired while waiting (no task became ready for timeout_ns). */
+/* Leader only. Takes the next ticket (C->pop_batch of them per fetch-add)
+ * and waits for its slot: returns 1 and the task, or 0 when the launch is
+ * over (every task done), was aborted, or the watchdog fired while waiting.
+ * Before blocking it flushes the completions it has not reported yet, so
+ * termination is never held up by a waiting worker. */
+EVT_DEV void evt_flush_completions(const evt_ctx *C, evt_worker *W);
 EVT_DEV int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
 {
     evt_ring *r = C->ring;
-    int64_t pos = evt_add64_relaxed(&r->deq, 1);
+    if (W->tickets_left == 0) {
+        int32_t k = C->pop_batch > 0 ? C->pop_batch : 1;
+        W->ticket = evt_add64_relaxed(&r->deq, k);
+        W->tickets_left = k;
+    }
+    int64_t pos = W->ticket++;
+    W->tickets_left--;
     evt_ring_slot *s = &r->slots[pos & r->mask];
     if (evt_load64_acquire(&s->seq) != pos + 1) {
+        evt_flush_completions(C, W);
         uint64_t start = evt_now_ns();
         uint32_t backoff = 32;
         for (uint32_t spin = 0; evt_load64_acquire(&s->seq) != pos + 1; spin++) {
             if (evt_load_acquire(C->terminated) || evt_aborted(C)) return 0;
+            if (spin < 64) continue;
             evt_pause(backoff);
             if (backoff < 256) backoff *= 2;
             if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
@@ -216,9 +229,15 @@ EVT_DEV int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
  * completion that reaches the goal ends the launch. */
 EVT_DEV int32_t evt_dynamic_goal(const evt_ctx *C) { return -(int32_t)(C->nseeds + EVT_INPUT_ARMING); }
 
-EVT_DEV void evt_complete_one(const evt_ctx *C)
+/* Completions are counted locally and reported in one atomic: at the end of
+ * a ticket batch and before a worker blocks. Reporting late only keeps
+ * `outstanding` above the truth, so the goal is never reached early. */
+EVT_DEV void evt_flush_completions(const evt_ctx *C, evt_worker *W)
 {
-    if (evt_add_acq_rel(C->outstanding, -1) - 1 == evt_dynamic_goal(C))
+    int32_t n = W->completed;
+    if (!n) return;
+    W->completed = 0;
+    if (evt_add_acq_rel(C->outstanding, -n) - n == evt_dynamic_goal(C))
         evt_add_acq_rel(C->terminated, 1);
 }
 

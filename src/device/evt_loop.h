@@ -10,7 +10,7 @@
  * Static mode: worker w runs entries q[q_off[w] .. q_off[w+1]) in order.
  * Dynamic mode: workers seed the ring with the ready tasks (seeds), then pop
  * (blocking on their ticket) until the completion that finishes the last
- * task raises `terminated` (see evt_complete_one).
+ * task raises `terminated` (see evt_flush_completions).
  * The last worker to finish zeroes the per-launch state for the next launch.
  */
 #ifndef EVT_LOOP_H
@@ -68,7 +68,10 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
         int call = evt_call_of_task(C, task);
         evt_dispatch(C, W, call, task - C->task_base[call], C->ext);
         EVT_SYNC(); /* W->entry is rewritten only after everyone read it */
-        if (EVT_LEADER) evt_complete_one(C);
+        if (EVT_LEADER) {
+            W->completed++;
+            if (W->tickets_left == 0) evt_flush_completions(C, W);
+        }
     }
 }
 
@@ -79,12 +82,17 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
         W->id = worker_id;
         W->rng = (C->chaos ^ (uint32_t)(worker_id * 2654435761u)) | 1u;
         W->task = -1;
+        W->tickets_left = 0;
+        W->completed = 0;
     }
     EVT_SYNC();
     if (worker_id == 0) {
         evt_arm_inputs(C, W);
         /* arming input events was the launch's extra "seed" (dynamic) */
-        if (EVT_INPUT_ARMING && C->mode == EVT_MODE_DYNAMIC && EVT_LEADER) evt_complete_one(C);
+        if (EVT_INPUT_ARMING && C->mode == EVT_MODE_DYNAMIC && EVT_LEADER) {
+            W->completed++;
+            evt_flush_completions(C, W);
+        }
     }
     if (C->mode == EVT_MODE_STATIC) evt_run_static(C, W);
     else evt_run_dynamic(C, W);

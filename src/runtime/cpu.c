@@ -187,6 +187,7 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
     C.timeout_ns = (uint64_t)((o->timeout_s > 0 ? o->timeout_s : 10.0) * 1e9);
     C.chaos = o->chaos;
     C.early_push = o->early_push;
+    C.pop_batch = o->pop_batch > 0 ? o->pop_batch : 1;
     C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
     if (o->trace_path) {
         trace = calloc(2 * nt + 2, sizeof(uint64_t));

@@ -582,6 +582,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     C.timeout_ns = (uint64_t)((o->timeout_s > 0 ? o->timeout_s : 10.0) * 1e9);
     C.chaos = o->chaos;
     C.early_push = o->early_push;
+    C.pop_batch = o->pop_batch > 0 ? o->pop_batch : 1;
     C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
     C.trace = NULL;
     C.trace_worker = NULL;

@@ -3,8 +3,10 @@
  * bf16 storage, f32 accumulation, one rounding to bf16 per output.
  *
  *   linear / linear_res / mlp_up: tensor-core GEMV/GEMM (mma.sync m16n8k16
- *       bf16 -> f32). A warp owns a unit of 16 weight rows x (8 * NB8)
- *       batch rows and a slice of K; when a task has fewer units than warps,
+ *       bf16 -> f32). A warp owns a unit of 16 * RT weight rows x 8 * NB8
+ *       batch rows and a slice of K (B <= 8: RT = NB8 = 1 and 4 k steps of
+ *       loads in flight; larger B: NB8 = 2 or 4 and up to RT = 4 row tiles
+ *       sharing each x fragment); when a task has fewer units than warps,
  *       K is split across warps and partials are summed (in a fixed order) in
  *       shared memory. K is permuted identically for both operands, so each
  *       lane reads 16 contiguous bytes of a weight row and of an x row per
@@ -298,7 +300,10 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     int64_t N = a->t[1].dim[0], tn = a->iarg[0], nr = tn < N ? tn : N;
     if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1>(a); return; }
     /* larger batches: several row tiles per warp share each x fragment */
-    if (B <= 16 || MODE == 2) {
+    if (MODE == 2) { /* gate and up: two weights, RT <= 2 keeps registers in check */
+        if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2>(a);
+        else evt_llm_gemv_mma<MODE, 2, 1>(a);
+    } else if (B <= 16) {
         if (nr >= 64) evt_llm_gemv_mma<MODE, 2, 4>(a);
         else if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2>(a);
         else evt_llm_gemv_mma<MODE, 2, 1>(a);
