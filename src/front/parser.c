@@ -17,112 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "evt/front.h"
-#include "front/front.h"
-
-typedef struct parser {
-    evt_tok *t;
-    int nt, pos;
-    evt_graph *g;
-    evt_front_errs *e;
-    int depth;
-} parser;
-
-/* Which names an expression may use. */
-typedef struct scope {
-    const char *const *vars; /* variable k -> evt_var(g, k) */
-    int nvars;
-    int vars_ok;             /* 0: the variables are known but not allowed */
-    int loads_ok;            /* tensor[...] allowed */
-    const char *where;       /* "a grid extent", for messages */
-} scope;
-
-static const scope SYMS_ONLY = {NULL, 0, 0, 0, "this context"};
-
-#define NAMEFMT "%.*s"
-#define NAMEARG(tk) (int)((tk)->n > 64 ? 64 : (tk)->n), (tk)->s
-
-static evt_tok *cur(parser *p) { return &p->t[p->pos]; }
-static evt_tok *peek(parser *p, int k) { return &p->t[p->pos + k < p->nt ? p->pos + k : p->nt - 1]; }
-static evt_tok *next(parser *p)
-{
-    evt_tok *t = cur(p);
-    if (t->kind != TK_EOF) p->pos++;
-    return t;
-}
-static int is(parser *p, evt_tok_kind k) { return cur(p)->kind == k; }
-static int is_kw(parser *p, const char *w) { return evt_tok_is(cur(p), w); }
-static int stopped(parser *p) { return p->e->n >= EVT_FRONT_MAX_ERRORS; }
-
-#define ERR(tk, ...) evt_front_error(p->e, (tk)->line, (tk)->col, __VA_ARGS__)
-
-static const char *kind_text(evt_tok_kind k)
-{
-    static const char *s[] = {"end of input", "name", "integer", "number", "string",
-                              "'['", "']'", "'('", "')'", "'{'", "'}'",
-                              "','", "':'", "'='", "'+'", "'-'", "'*'", "'/'", "'%'"};
-    return s[k];
-}
-
-/* "'foo'", "'123'", "end of input", "'['" ... */
-static const char *describe(const evt_tok *t, char *buf, size_t cap)
-{
-    if (t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_FLOAT)
-        snprintf(buf, cap, "'" NAMEFMT "'", NAMEARG(t));
-    else
-        snprintf(buf, cap, "%s", kind_text(t->kind));
-    return buf;
-}
-
-static int expect(parser *p, evt_tok_kind k, const char *what)
-{
-    if (is(p, k)) { next(p); return 1; }
-    char b[100];
-    return ERR(cur(p), "expected %s, found %s", what ? what : kind_text(k), describe(cur(p), b, sizeof b));
-}
-
-static int expect_kw(parser *p, const char *w)
-{
-    if (is_kw(p, w)) { next(p); return 1; }
-    char b[100];
-    return ERR(cur(p), "expected '%s', found %s", w, describe(cur(p), b, sizeof b));
-}
-
-static char *tok_str(parser *p, const evt_tok *t)
-{
-    char *s = evt_graph_alloc(p->g, t->n + 1);
-    memcpy(s, t->s, t->n);
-    return s;
-}
-
-/* A name being declared: an identifier that is not a keyword. */
-static evt_tok *expect_name(parser *p, const char *what)
-{
-    evt_tok *t = cur(p);
-    char b[100];
-    if (t->kind != TK_IDENT) { ERR(t, "expected %s, found %s", what, describe(t, b, sizeof b)); return NULL; }
-    if (evt_front_is_keyword(t->s, t->n)) {
-        ERR(t, "'" NAMEFMT "' is a reserved word and cannot be used as %s", NAMEARG(t), what);
-        return NULL;
-    }
-    return next(p);
-}
-
-/* Location of a declared name, if any (shared namespace). */
-static int find_decl(parser *p, const char *name, evt_loc *loc, const char **kind)
-{
-    evt_sym *s; evt_tensor *t; evt_event *e; evt_call *c;
-    if ((s = evt_graph_find_sym(p->g, name))) { *loc = s->loc; *kind = "a symbol"; return 1; }
-    if ((t = evt_graph_find_tensor(p->g, name))) { *loc = t->loc; *kind = "a tensor"; return 1; }
-    if ((e = evt_graph_find_event(p->g, name))) { *loc = e->loc; *kind = "an event"; return 1; }
-    if ((c = evt_graph_find_call(p->g, name))) { *loc = c->loc; *kind = "a call"; return 1; }
-    return 0;
-}
+#include "front/parser.h"
 
 /* Reports a duplicate declaration; returns 1 if `name` is taken. */
 static int check_dup(parser *p, const evt_tok *nt, const char *name)
 {
     evt_loc loc; const char *kind;
-    if (!find_decl(p, name, &loc, &kind)) return 0;
+    if (!evt_front_find_decl(p, name, &loc, &kind)) return 0;
     int before = p->e->n;
     ERR(nt, "duplicate name '%s' (first declared at %d:%d as %s)", name, loc.line, loc.col, kind);
     if (p->e->n <= EVT_FRONT_MAX_ERRORS && p->e->n > before)
@@ -130,313 +31,38 @@ static int check_dup(parser *p, const evt_tok *nt, const char *name)
     return 1;
 }
 
-static evt_loc loc_of(const evt_tok *t) { return (evt_loc){t->line, t->col}; }
-
-/* ---- numbers -------------------------------------------------------------- */
-
-/* [-] INT as int64. Syntax error (returns 0) if no integer is there. */
-static int parse_sint(parser *p, int64_t *out)
-{
-    evt_tok *start = cur(p);
-    int neg = 0;
-    if (is(p, TK_MINUS)) { next(p); neg = 1; }
-    evt_tok *t = cur(p);
-    char b[100];
-    if (t->kind != TK_INT)
-        return ERR(t, "expected an integer, found %s", describe(t, b, sizeof b));
-    next(p);
-    *out = 0;
-    if (t->overflow || t->u > (uint64_t)INT64_MAX + (uint64_t)neg) {
-        ERR(start, "number too large (integers are 64-bit)");
-        return 1;
-    }
-    *out = neg ? (int64_t)(0 - t->u) : (int64_t)t->u;
-    return 1;
-}
-
-/* [-] (INT | FLOAT | inf | nan) as a double. */
-static int parse_num(parser *p, double *out)
-{
-    int neg = 0;
-    if (is(p, TK_MINUS)) { next(p); neg = 1; }
-    evt_tok *t = cur(p);
-    char b[100];
-    if (evt_tok_is(t, "inf")) *out = INFINITY;
-    else if (evt_tok_is(t, "nan")) *out = NAN;
-    else if (t->kind == TK_INT || t->kind == TK_FLOAT) {
-        char buf[128];
-        if (t->n >= sizeof buf) { next(p); *out = 0; ERR(t, "number too long"); return 1; }
-        memcpy(buf, t->s, t->n);
-        buf[t->n] = 0;
-        *out = strtod(buf, NULL);
-    } else {
-        return ERR(t, "expected a number, found %s", describe(t, b, sizeof b));
-    }
-    next(p);
-    if (neg) *out = -*out;
-    return 1;
-}
-
-/* ---- expressions ---------------------------------------------------------- */
-
-static evt_expr *parse_expr(parser *p, const scope *sc);
-
-/* evt_binop, but constant overflow and division by zero are errors. */
-static evt_expr *mk_bin(parser *p, const evt_tok *at, evt_expr_op op, evt_expr *a, evt_expr *b)
-{
-    int64_t x, y, r;
-    int ca = evt_expr_is_const(a, &x), cb = evt_expr_is_const(b, &y);
-    if ((op == EVT_E_DIV || op == EVT_E_MOD) && cb && y == 0) {
-        ERR(at, "division by zero");
-        return evt_const(p->g, 0);
-    }
-    if (ca && cb) {
-        int bad = 0;
-        switch (op) {
-        case EVT_E_ADD: bad = __builtin_add_overflow(x, y, &r); break;
-        case EVT_E_SUB: bad = __builtin_sub_overflow(x, y, &r); break;
-        case EVT_E_MUL: bad = __builtin_mul_overflow(x, y, &r); break;
-        case EVT_E_DIV: case EVT_E_MOD: bad = (x == INT64_MIN && y == -1); break;
-        default: break;
-        }
-        if (bad) {
-            ERR(at, "integer overflow in constant expression");
-            return evt_const(p->g, 0);
-        }
-    }
-    return evt_binop(p->g, op, a, b);
-}
-
-/* '[' EXPR, ... ']' — returns the number of items (items past `max` are
- * parsed but dropped; *extra is set to the first of them), -1 on a syntax error. */
-static int parse_list(parser *p, const scope *sc, evt_expr **out, int max, evt_tok **extra)
-{
-    if (extra) *extra = NULL;
-    if (!expect(p, TK_LBRACK, NULL)) return -1;
-    int n = 0;
-    if (is(p, TK_RBRACK)) { next(p); return 0; }
-    while (1) {
-        evt_tok *t = cur(p);
-        evt_expr *e = parse_expr(p, sc);
-        if (!e) return -1;
-        if (n < max) out[n] = e;
-        else if (n == max && extra) *extra = t;
-        n++;
-        if (is(p, TK_COMMA)) { next(p); continue; }
-        if (is(p, TK_RBRACK)) { next(p); return n; }
-        char b[100];
-        ERR(cur(p), "expected ',' or ']', found %s", describe(cur(p), b, sizeof b));
-        return -1;
-    }
-}
-
-static evt_expr *parse_load(parser *p, const scope *sc, evt_tok *nt)
-{
-    evt_graph *g = p->g;
-    char *name = tok_str(p, nt);
-    evt_expr *idx[EVT_MAX_RANK];
-    evt_tok *lb = cur(p);
-    int n = parse_list(p, sc, idx, EVT_MAX_RANK, NULL);
-    if (n < 0) return NULL;
-    evt_tensor *t = evt_graph_find_tensor(g, name);
-    if (!t) {
-        evt_loc l; const char *kind;
-        if (find_decl(p, name, &l, &kind)) ERR(nt, "'%s' is %s, not a tensor, and cannot be indexed", name, kind);
-        else ERR(nt, "unknown tensor '%s'", name);
-        return evt_const(g, 0);
-    }
-    if (!sc->loads_ok) {
-        ERR(nt, "tensor loads are only allowed in edge index expressions and event counts, not in %s", sc->where);
-        return evt_const(g, 0);
-    }
-    if (t->dtype != EVT_I32 && t->dtype != EVT_I64 && t->dtype != EVT_U8) {
-        ERR(nt, "tensor %s has type %s; only integer tensors can be read in index expressions",
-            name, evt_dtype_name(t->dtype));
-        return evt_const(g, 0);
-    }
-    if (n != t->rank) {
-        ERR(lb, "tensor %s has rank %d but %d ind%s given", name, t->rank, n, n == 1 ? "ex" : "ices");
-        return evt_const(g, 0);
-    }
-    return evt_load(g, t, n, idx);
-}
-
-static evt_expr *parse_primary(parser *p, const scope *sc)
-{
-    evt_graph *g = p->g;
-    evt_tok *t = cur(p);
-    char b[100];
-    switch (t->kind) {
-    case TK_INT:
-        next(p);
-        if (t->overflow || t->u > (uint64_t)INT64_MAX) {
-            ERR(t, "number too large (integers are 64-bit)");
-            return evt_const(g, 0);
-        }
-        return evt_const(g, (int64_t)t->u);
-    case TK_FLOAT:
-        next(p);
-        ERR(t, "expected an integer, found '" NAMEFMT "'", NAMEARG(t));
-        return evt_const(g, 0);
-    case TK_LPAREN: {
-        next(p);
-        evt_expr *e = parse_expr(p, sc);
-        if (!e || !expect(p, TK_RPAREN, NULL)) return NULL;
-        return e;
-    }
-    case TK_IDENT:
-        break;
-    default:
-        ERR(t, "expected an expression, found %s", describe(t, b, sizeof b));
-        return NULL;
-    }
-    if (evt_tok_is(t, "min") || evt_tok_is(t, "max")) {
-        next(p);
-        evt_expr_op op = evt_tok_is(t, "min") ? EVT_E_MIN : EVT_E_MAX;
-        if (!expect(p, TK_LPAREN, NULL)) return NULL;
-        evt_expr *a = parse_expr(p, sc);
-        if (!a) return NULL;
-        if (!is(p, TK_COMMA)) {
-            ERR(cur(p), NAMEFMT " takes two arguments: expected ',', found %s", NAMEARG(t), describe(cur(p), b, sizeof b));
-            return NULL;
-        }
-        next(p);
-        evt_expr *c = parse_expr(p, sc);
-        if (!c) return NULL;
-        if (!is(p, TK_RPAREN)) {
-            ERR(cur(p), NAMEFMT " takes two arguments: expected ')', found %s", NAMEARG(t), describe(cur(p), b, sizeof b));
-            return NULL;
-        }
-        next(p);
-        return mk_bin(p, t, op, a, c);
-    }
-    if (evt_front_is_keyword(t->s, t->n)) {
-        ERR(t, "expected an expression, found keyword '" NAMEFMT "'", NAMEARG(t));
-        return NULL;
-    }
-    next(p);
-    if (is(p, TK_LBRACK)) return parse_load(p, sc, t);
-    for (int k = 0; k < sc->nvars; k++) {
-        if (strlen(sc->vars[k]) == t->n && !memcmp(sc->vars[k], t->s, t->n)) {
-            if (!sc->vars_ok) {
-                ERR(t, "variable '%s' cannot be used in %s (only symbols are allowed there)", sc->vars[k], sc->where);
-                return evt_const(g, 0);
-            }
-            return evt_var(g, k);
-        }
-    }
-    char *name = tok_str(p, t);
-    evt_sym *s = evt_graph_find_sym(g, name);
-    if (s) return evt_symref(g, s);
-    evt_loc l; const char *kind;
-    if (find_decl(p, name, &l, &kind))
-        ERR(t, "'%s' is %s, not an integer value", name, kind);
-    else
-        ERR(t, "unknown name '%s'", name);
-    return evt_const(g, 0);
-}
-
-static int enter(parser *p, const evt_tok *t)
-{
-    if (++p->depth > EVT_FRONT_MAX_DEPTH) {
-        ERR(t, "expression nested too deeply (limit %d levels)", EVT_FRONT_MAX_DEPTH);
-        return 0;
-    }
-    return 1;
-}
-
-static evt_expr *parse_unary(parser *p, const scope *sc)
-{
-    if (!is(p, TK_MINUS)) return parse_primary(p, sc);
-    evt_tok *m = next(p);
-    evt_tok *t = cur(p);
-    if (t->kind == TK_INT) { /* negative literal: -9223372036854775808 is valid */
-        next(p);
-        if (t->overflow || t->u > (uint64_t)INT64_MAX + 1) {
-            ERR(m, "number too large (integers are 64-bit)");
-            return evt_const(p->g, 0);
-        }
-        return evt_const(p->g, (int64_t)(0 - t->u));
-    }
-    if (!enter(p, m)) return NULL;
-    evt_expr *x = parse_unary(p, sc);
-    p->depth--;
-    if (!x) return NULL;
-    return mk_bin(p, m, EVT_E_MUL, evt_const(p->g, -1), x);
-}
-
-static evt_expr *parse_term(parser *p, const scope *sc)
-{
-    evt_expr *a = parse_unary(p, sc);
-    while (a && (is(p, TK_STAR) || is(p, TK_SLASH) || is(p, TK_PERCENT))) {
-        evt_tok *op = next(p);
-        evt_expr *b = parse_unary(p, sc);
-        if (!b) return NULL;
-        a = mk_bin(p, op, op->kind == TK_STAR ? EVT_E_MUL : op->kind == TK_SLASH ? EVT_E_DIV : EVT_E_MOD, a, b);
-    }
-    return a;
-}
-
-static evt_expr *parse_expr(parser *p, const scope *sc)
-{
-    if (!enter(p, cur(p))) return NULL;
-    evt_expr *a = parse_term(p, sc);
-    while (a && (is(p, TK_PLUS) || is(p, TK_MINUS))) {
-        evt_tok *op = next(p);
-        evt_expr *b = parse_term(p, sc);
-        if (!b) { a = NULL; break; }
-        a = mk_bin(p, op, op->kind == TK_PLUS ? EVT_E_ADD : EVT_E_SUB, a, b);
-    }
-    p->depth--;
-    return a;
-}
-
-/* A '[' shape ']' list of a tensor or event; reports rank > max. */
-static int parse_shape(parser *p, evt_expr **shape, const char *where)
-{
-    scope sc = SYMS_ONLY;
-    sc.where = where;
-    evt_tok *extra;
-    int n = parse_list(p, &sc, shape, EVT_MAX_RANK, &extra);
-    if (n > EVT_MAX_RANK) ERR(extra, "rank %d exceeds the maximum of %d", n, EVT_MAX_RANK);
-    return n;
-}
-
-/* ---- declarations ---------------------------------------------------------- */
-
-/* sym NAME = INT [in [LO, HI]] [buckets [B, ...]] */
 static int parse_sym(parser *p)
 {
     next(p);
-    evt_tok *nt = expect_name(p, "a symbol name");
+    evt_tok *nt = evt_front_expect_name(p, "a symbol name");
     if (!nt) return 0;
-    if (!expect(p, TK_EQ, "'='")) return 0;
+    if (!evt_front_expect(p, TK_EQ, "'='")) return 0;
     evt_tok *dt = cur(p);
     int64_t def, lo = 1, hi = INT64_MAX / 2, b[EVT_MAX_BUCKETS];
-    if (!parse_sint(p, &def)) return 0;
+    if (!evt_front_parse_sint(p, &def)) return 0;
     evt_tok *in_tok = NULL, *bk_tok = NULL, *btok[EVT_MAX_BUCKETS];
     int nb = 0, bad = 0;
     while (1) {
         if (is_kw(p, "in")) {
             if (in_tok) bad = !ERR(cur(p), "duplicate 'in' clause");
             in_tok = next(p);
-            if (!expect(p, TK_LBRACK, NULL) || !parse_sint(p, &lo) || !expect(p, TK_COMMA, "','") ||
-                !parse_sint(p, &hi) || !expect(p, TK_RBRACK, "']'"))
+            if (!evt_front_expect(p, TK_LBRACK, NULL) || !evt_front_parse_sint(p, &lo) || !evt_front_expect(p, TK_COMMA, "','") ||
+                !evt_front_parse_sint(p, &hi) || !evt_front_expect(p, TK_RBRACK, "']'"))
                 return 0;
         } else if (is_kw(p, "buckets")) {
             if (bk_tok) bad = !ERR(cur(p), "duplicate 'buckets' clause");
             bk_tok = next(p);
-            if (!expect(p, TK_LBRACK, NULL)) return 0;
+            if (!evt_front_expect(p, TK_LBRACK, NULL)) return 0;
             nb = 0;
             while (1) {
                 evt_tok *t = cur(p);
                 int64_t v;
-                if (!parse_sint(p, &v)) return 0;
+                if (!evt_front_parse_sint(p, &v)) return 0;
                 if (nb == EVT_MAX_BUCKETS) bad = !ERR(t, "too many buckets (at most %d)", EVT_MAX_BUCKETS);
                 if (nb < EVT_MAX_BUCKETS) { btok[nb] = t; b[nb] = v; }
                 nb++;
                 if (is(p, TK_COMMA)) { next(p); continue; }
-                if (!expect(p, TK_RBRACK, "',' or ']'")) return 0;
+                if (!evt_front_expect(p, TK_RBRACK, "',' or ']'")) return 0;
                 break;
             }
         } else {
@@ -457,7 +83,7 @@ static int parse_sym(parser *p)
             break;
         }
     }
-    char *name = tok_str(p, nt);
+    char *name = evt_front_tok_str(p, nt);
     if (check_dup(p, nt, name) || bad) return 1;
     evt_sym *s = evt_sym_new(p->g, name, def);
     evt_sym_set_bounds(s, lo, hi);
@@ -479,14 +105,14 @@ static int parse_init(parser *p, evt_init *in, evt_dtype dt, const char *tname)
     if (evt_tok_is(t, "const")) {
         next(p);
         in->kind = EVT_INIT_CONST;
-        return expect(p, TK_LPAREN, NULL) && parse_num(p, &in->value) && expect(p, TK_RPAREN, "')'");
+        return evt_front_expect(p, TK_LPAREN, NULL) && evt_front_parse_num(p, &in->value) && evt_front_expect(p, TK_RPAREN, "')'");
     }
     if (evt_tok_is(t, "file")) {
         next(p);
         in->kind = EVT_INIT_FILE;
-        if (!expect(p, TK_LPAREN, NULL)) return 0;
+        if (!evt_front_expect(p, TK_LPAREN, NULL)) return 0;
         evt_tok *s = cur(p);
-        if (s->kind != TK_STRING) return ERR(s, "expected a string, found %s", describe(s, b, sizeof b));
+        if (s->kind != TK_STRING) return ERR(s, "expected a string, found %s", evt_front_describe(s, b, sizeof b));
         next(p);
         char *path = evt_graph_alloc(p->g, s->n + 1), *o = path;
         for (size_t i = 0; i < s->n; i++) {
@@ -505,7 +131,7 @@ static int parse_init(parser *p, evt_init *in, evt_dtype dt, const char *tname)
         }
         *o = 0;
         in->path = path;
-        return expect(p, TK_RPAREN, "')'");
+        return evt_front_expect(p, TK_RPAREN, "')'");
     }
     if (evt_tok_is(t, "random")) {
         next(p);
@@ -519,57 +145,57 @@ static int parse_init(parser *p, evt_init *in, evt_dtype dt, const char *tname)
             int which = evt_tok_is(k, "seed") ? 0 : evt_tok_is(k, "lo") ? 1 : evt_tok_is(k, "hi") ? 2 : -1;
             if (which < 0) {
                 if (k->kind == TK_IDENT) return ERR(k, "unknown key '" NAMEFMT "' in random(...) (expected seed, lo or hi)", NAMEARG(k));
-                return ERR(k, "expected seed, lo or hi, found %s", describe(k, b, sizeof b));
+                return ERR(k, "expected seed, lo or hi, found %s", evt_front_describe(k, b, sizeof b));
             }
             next(p);
             if (seen[which]) ERR(k, "duplicate key '" NAMEFMT "' in random(...)", NAMEARG(k));
             seen[which] = 1;
-            if (!expect(p, TK_EQ, "'='")) return 0;
+            if (!evt_front_expect(p, TK_EQ, "'='")) return 0;
             evt_tok *v = cur(p);
             if (which == 0) {
-                if (v->kind != TK_INT) return ERR(v, "expected a non-negative integer seed, found %s", describe(v, b, sizeof b));
+                if (v->kind != TK_INT) return ERR(v, "expected a non-negative integer seed, found %s", evt_front_describe(v, b, sizeof b));
                 next(p);
                 if (v->overflow) ERR(v, "number too large (seeds are 64-bit)");
                 in->seed = v->u;
             } else {
                 double d;
-                if (!parse_num(p, &d)) return 0;
+                if (!evt_front_parse_num(p, &d)) return 0;
                 if (dtype_is_int(dt) && (!isfinite(d) || d != floor(d)))
                     ERR(v, "random bounds of integer tensor %s must be integers", tname);
                 if (which == 1) in->lo = d; else in->hi = d;
             }
             if (is(p, TK_COMMA)) { next(p); continue; }
-            if (!is(p, TK_RPAREN)) return ERR(cur(p), "expected ',' or ')', found %s", describe(cur(p), b, sizeof b));
+            if (!is(p, TK_RPAREN)) return ERR(cur(p), "expected ',' or ')', found %s", evt_front_describe(cur(p), b, sizeof b));
         }
         next(p);
         return 1;
     }
     if (t->kind == TK_IDENT)
         return ERR(t, "unknown initializer '" NAMEFMT "' (expected zeros, const(...), random, range or file(...))", NAMEARG(t));
-    return ERR(t, "expected an initializer, found %s", describe(t, b, sizeof b));
+    return ERR(t, "expected an initializer, found %s", evt_front_describe(t, b, sizeof b));
 }
 
 /* tensor NAME : DTYPE[EXPR, ...] ROLE [= INIT] */
 static int parse_tensor(parser *p)
 {
     next(p);
-    evt_tok *nt = expect_name(p, "a tensor name");
-    if (!nt || !expect(p, TK_COLON, "':'")) return 0;
+    evt_tok *nt = evt_front_expect_name(p, "a tensor name");
+    if (!nt || !evt_front_expect(p, TK_COLON, "':'")) return 0;
     evt_tok *dt = cur(p);
     char b[100];
-    if (dt->kind != TK_IDENT) return ERR(dt, "expected a dtype, found %s", describe(dt, b, sizeof b));
+    if (dt->kind != TK_IDENT) return ERR(dt, "expected a dtype, found %s", evt_front_describe(dt, b, sizeof b));
     next(p);
     int bad = 0;
     evt_dtype dtype = EVT_F32;
-    char *dname = tok_str(p, dt);
+    char *dname = evt_front_tok_str(p, dt);
     if (!evt_dtype_parse(dname, &dtype))
         bad = !ERR(dt, "unknown dtype '%s' (expected f32, bf16, f16, i32, i64 or u8)", dname);
     evt_expr *shape[EVT_MAX_RANK];
-    int rank = parse_shape(p, shape, "a tensor shape");
+    int rank = evt_front_parse_shape(p, shape, "a tensor shape");
     if (rank < 0) return 0;
     if (rank > EVT_MAX_RANK) bad = 1;
     evt_tok *rt = cur(p);
-    if (rt->kind != TK_IDENT) return ERR(rt, "expected a role (input, output, weight or scratch), found %s", describe(rt, b, sizeof b));
+    if (rt->kind != TK_IDENT) return ERR(rt, "expected a role (input, output, weight or scratch), found %s", evt_front_describe(rt, b, sizeof b));
     next(p);
     evt_role role = EVT_INPUT;
     if (evt_tok_is(rt, "input")) role = EVT_INPUT;
@@ -577,7 +203,7 @@ static int parse_tensor(parser *p)
     else if (evt_tok_is(rt, "weight")) role = EVT_WEIGHT;
     else if (evt_tok_is(rt, "scratch")) role = EVT_SCRATCH;
     else bad = !ERR(rt, "unknown role '" NAMEFMT "' (expected input, output, weight or scratch)", NAMEARG(rt));
-    char *name = tok_str(p, nt);
+    char *name = evt_front_tok_str(p, nt);
     evt_init init = {0};
     if (is(p, TK_EQ)) {
         next(p);
@@ -594,19 +220,19 @@ static int parse_tensor(parser *p)
 static int parse_event(parser *p)
 {
     next(p);
-    evt_tok *nt = expect_name(p, "an event name");
+    evt_tok *nt = evt_front_expect_name(p, "an event name");
     if (!nt) return 0;
     evt_expr *shape[EVT_MAX_RANK], *count = NULL;
-    int rank = parse_shape(p, shape, "an event shape");
+    int rank = evt_front_parse_shape(p, shape, "an event shape");
     if (rank < 0) return 0;
     if (is_kw(p, "count")) {
         next(p);
-        if (!expect(p, TK_EQ, "'='")) return 0;
+        if (!evt_front_expect(p, TK_EQ, "'='")) return 0;
         static const char *const coord[EVT_MAX_RANK] = {"e0", "e1", "e2", "e3"};
         scope sc = {coord, rank < EVT_MAX_RANK ? rank : EVT_MAX_RANK, 1, 1, "an event count"};
-        if (!(count = parse_expr(p, &sc))) return 0;
+        if (!(count = evt_front_parse_expr(p, &sc))) return 0;
     }
-    char *name = tok_str(p, nt);
+    char *name = evt_front_tok_str(p, nt);
     if (check_dup(p, nt, name) || rank > EVT_MAX_RANK) return 1;
     evt_event *e = evt_event_new(p->g, name, rank, shape);
     e->count = count;
@@ -629,7 +255,7 @@ static int skip_brackets(parser *p)
                   !evt_tok_is(t, "min") && !evt_tok_is(t, "max")))
         {
             char b[100];
-            return ERR(t, "expected ']' to close the index list, found %s", describe(t, b, sizeof b));
+            return ERR(t, "expected ']' to close the index list, found %s", evt_front_describe(t, b, sizeof b));
         }
         next(p);
     } while (depth > 0);
@@ -644,26 +270,26 @@ static int parse_edge(parser *p, evt_call *c, int rank, const char *const *gvars
     evt_edge_kind kind = evt_tok_is(kw, "wait") ? EVT_WAIT : EVT_NOTIFY;
     char b[100];
     evt_tok *et = cur(p);
-    if (et->kind != TK_IDENT) return ERR(et, "expected an event name, found %s", describe(et, b, sizeof b));
+    if (et->kind != TK_IDENT) return ERR(et, "expected an event name, found %s", evt_front_describe(et, b, sizeof b));
     next(p);
-    char *ename = tok_str(p, et);
+    char *ename = evt_front_tok_str(p, et);
     evt_event *ev = evt_graph_find_event(g, ename);
     if (!ev) {
         evt_loc l; const char *k;
-        if (find_decl(p, ename, &l, &k)) ERR(et, "'%s' is %s, not an event", ename, k);
+        if (evt_front_find_decl(p, ename, &l, &k)) ERR(et, "'%s' is %s, not an event", ename, k);
         else ERR(et, "unknown event '%s'", ename);
     }
     if (is_kw(p, "trigger")) {
         evt_tok *tt = next(p);
         if (kind != EVT_WAIT) ERR(tt, "'trigger' is only allowed on wait edges");
         evt_tok *xt = cur(p);
-        if (xt->kind != TK_IDENT) return ERR(xt, "trigger requires a tensor, found %s", describe(xt, b, sizeof b));
+        if (xt->kind != TK_IDENT) return ERR(xt, "trigger requires a tensor, found %s", evt_front_describe(xt, b, sizeof b));
         next(p);
-        char *xname = tok_str(p, xt);
+        char *xname = evt_front_tok_str(p, xt);
         evt_tensor *x = evt_graph_find_tensor(g, xname);
         if (!x) {
             evt_loc l; const char *k;
-            if (find_decl(p, xname, &l, &k)) ERR(xt, "trigger requires a tensor; '%s' is %s", xname, k);
+            if (evt_front_find_decl(p, xname, &l, &k)) ERR(xt, "trigger requires a tensor; '%s' is %s", xname, k);
             else ERR(xt, "trigger requires a tensor; unknown name '%s'", xname);
         }
         if (c && ev && x && kind == EVT_WAIT) {
@@ -673,7 +299,7 @@ static int parse_edge(parser *p, evt_call *c, int rank, const char *const *gvars
         return 1;
     }
     if (!is(p, TK_LBRACK))
-        return ERR(cur(p), "expected '[' or 'trigger' after the event name, found %s", describe(cur(p), b, sizeof b));
+        return ERR(cur(p), "expected '[' or 'trigger' after the event name, found %s", evt_front_describe(cur(p), b, sizeof b));
     int lb = p->pos;
     if (!skip_brackets(p)) return 0;
     /* `for` variables come after the indices but are in scope inside them. */
@@ -684,7 +310,7 @@ static int parse_edge(parser *p, evt_call *c, int rank, const char *const *gvars
     if (is_kw(p, "for")) {
         next(p);
         while (1) {
-            evt_tok *vt = expect_name(p, "a variable name");
+            evt_tok *vt = evt_front_expect_name(p, "a variable name");
             if (!vt) return 0;
             for (int k = 0; k < rank + (nfor < EVT_MAX_FOR ? nfor : EVT_MAX_FOR); k++)
                 if (same_name(names[k], vt)) {
@@ -692,11 +318,11 @@ static int parse_edge(parser *p, evt_call *c, int rank, const char *const *gvars
                     break;
                 }
             if (nfor == EVT_MAX_FOR) bad = !ERR(vt, "at most %d 'for' variables per edge", EVT_MAX_FOR);
-            if (!expect_kw(p, "in") || !expect(p, TK_LBRACK, NULL)) return 0;
+            if (!evt_front_expect_kw(p, "in") || !evt_front_expect(p, TK_LBRACK, NULL)) return 0;
             scope sc = {names, rank + (nfor < EVT_MAX_FOR ? nfor : EVT_MAX_FOR), 0, 0, "a 'for' extent"};
-            evt_expr *x = parse_expr(p, &sc);
-            if (!x || !expect(p, TK_RBRACK, "']'")) return 0;
-            if (nfor < EVT_MAX_FOR) { names[rank + nfor] = tok_str(p, vt); ext[nfor] = x; }
+            evt_expr *x = evt_front_parse_expr(p, &sc);
+            if (!x || !evt_front_expect(p, TK_RBRACK, "']'")) return 0;
+            if (nfor < EVT_MAX_FOR) { names[rank + nfor] = evt_front_tok_str(p, vt); ext[nfor] = x; }
             nfor++;
             if (!is(p, TK_COMMA)) break;
             next(p);
@@ -708,7 +334,7 @@ static int parse_edge(parser *p, evt_call *c, int rank, const char *const *gvars
     scope sc = {names, rank + nfor, 1, 1, "an edge index"};
     evt_expr *idx[EVT_MAX_RANK];
     evt_tok *lbt = cur(p);
-    int n = parse_list(p, &sc, idx, EVT_MAX_RANK, NULL);
+    int n = evt_front_parse_list(p, &sc, idx, EVT_MAX_RANK, NULL);
     if (n < 0) return 0;
     p->pos = end;
     if (ev && n != ev->rank)
@@ -731,10 +357,10 @@ static int parse_call(parser *p)
 {
     evt_graph *g = p->g;
     next(p);
-    evt_tok *nt = expect_name(p, "a call name");
-    if (!nt || !expect(p, TK_EQ, "'='")) return 0;
-    evt_tok *ot = expect_name(p, "an operator name");
-    if (!ot || !expect(p, TK_LPAREN, NULL)) return 0;
+    evt_tok *nt = evt_front_expect_name(p, "a call name");
+    if (!nt || !evt_front_expect(p, TK_EQ, "'='")) return 0;
+    evt_tok *ot = evt_front_expect_name(p, "an operator name");
+    if (!ot || !evt_front_expect(p, TK_LPAREN, NULL)) return 0;
     char b[100];
     int bad = 0;
     /* arguments */
@@ -749,40 +375,40 @@ static int parse_call(parser *p)
         evt_expr *v = NULL;
         evt_tok_kind nk = peek(p, 1)->kind;
         if (at->kind == TK_IDENT && (nk == TK_COMMA || nk == TK_RPAREN) &&
-            (t = evt_graph_find_tensor(g, tok_str(p, at))))
+            (t = evt_graph_find_tensor(g, evt_front_tok_str(p, at))))
             next(p);
-        else if (!(v = parse_expr(p, &asc)))
+        else if (!(v = evt_front_parse_expr(p, &asc)))
             return 0;
         if (nargs == EVT_MAX_ARGS) bad = !ERR(at, "too many arguments (at most %d)", EVT_MAX_ARGS);
         if (nargs < EVT_MAX_ARGS) { args[nargs].t = t; args[nargs].v = v; args[nargs].loc = loc_of(at); }
         nargs++;
         if (is(p, TK_COMMA)) { next(p); continue; }
-        if (!expect(p, TK_RPAREN, "',' or ')'")) return 0;
+        if (!evt_front_expect(p, TK_RPAREN, "',' or ')'")) return 0;
         break;
     }
     /* grid */
-    if (!expect_kw(p, "over") || !expect(p, TK_LPAREN, NULL)) return 0;
+    if (!evt_front_expect_kw(p, "over") || !evt_front_expect(p, TK_LPAREN, NULL)) return 0;
     const char *vars[EVT_MAX_RANK];
     int nvars = 0;
     if (is(p, TK_RPAREN)) next(p);
     else while (1) {
-        evt_tok *vt = expect_name(p, "a variable name");
+        evt_tok *vt = evt_front_expect_name(p, "a variable name");
         if (!vt) return 0;
         for (int k = 0; k < nvars && k < EVT_MAX_RANK; k++)
             if (same_name(vars[k], vt)) { bad = !ERR(vt, "duplicate variable '" NAMEFMT "'", NAMEARG(vt)); break; }
         if (nvars == EVT_MAX_RANK) bad = !ERR(vt, "rank %d exceeds the maximum of %d", nvars + 1, EVT_MAX_RANK);
-        if (nvars < EVT_MAX_RANK) vars[nvars] = tok_str(p, vt);
+        if (nvars < EVT_MAX_RANK) vars[nvars] = evt_front_tok_str(p, vt);
         nvars++;
         if (is(p, TK_COMMA)) { next(p); continue; }
-        if (!expect(p, TK_RPAREN, "',' or ')'")) return 0;
+        if (!evt_front_expect(p, TK_RPAREN, "',' or ')'")) return 0;
         break;
     }
     int rank = nvars < EVT_MAX_RANK ? nvars : EVT_MAX_RANK;
-    if (!expect_kw(p, "in")) return 0;
+    if (!evt_front_expect_kw(p, "in")) return 0;
     evt_tok *lb = cur(p);
     scope gsc = {vars, rank, 0, 0, "a grid extent"};
     evt_expr *grid[EVT_MAX_RANK];
-    int next_n = parse_list(p, &gsc, grid, EVT_MAX_RANK, NULL);
+    int next_n = evt_front_parse_list(p, &gsc, grid, EVT_MAX_RANK, NULL);
     if (next_n < 0) return 0;
     if (next_n != nvars && nvars <= EVT_MAX_RANK)
         bad = !ERR(lb, "call %.*s has %d grid variable%s but %d extent%s", NAMEARG(nt),
@@ -797,7 +423,7 @@ static int parse_call(parser *p)
         if (evt_tok_is(t, "cost")) {
             next(p);
             if (seen_cost++) ERR(t, "duplicate 'cost'");
-            if (!parse_sint(p, &cost)) return 0;
+            if (!evt_front_parse_sint(p, &cost)) return 0;
         } else if (evt_tok_is(t, "prefetch")) {
             next(p);
             if (prefetch++) ERR(t, "duplicate 'prefetch'");
@@ -808,7 +434,7 @@ static int parse_call(parser *p)
             if (evt_tok_is(v, "static")) policy = EVT_POLICY_STATIC;
             else if (evt_tok_is(v, "dynamic")) policy = EVT_POLICY_DYNAMIC;
             else if (evt_tok_is(v, "auto")) policy = EVT_POLICY_AUTO;
-            else return ERR(v, "expected static, dynamic or auto after 'policy', found %s", describe(v, b, sizeof b));
+            else return ERR(v, "expected static, dynamic or auto after 'policy', found %s", evt_front_describe(v, b, sizeof b));
             next(p);
         } else {
             break;
@@ -818,13 +444,13 @@ static int parse_call(parser *p)
     if (!is(p, TK_LBRACE)) {
         if (cur(p)->kind == TK_IDENT && !is_top_kw(cur(p)))
             return ERR(cur(p), "unknown keyword '" NAMEFMT "' (expected cost, prefetch, policy or '{')", NAMEARG(cur(p)));
-        return ERR(cur(p), "expected '{', found %s", describe(cur(p), b, sizeof b));
+        return ERR(cur(p), "expected '{', found %s", evt_front_describe(cur(p), b, sizeof b));
     }
     next(p);
-    char *name = tok_str(p, nt);
+    char *name = evt_front_tok_str(p, nt);
     evt_call *c = NULL;
     if (!check_dup(p, nt, name) && !bad) {
-        c = evt_call_new(g, name, tok_str(p, ot), rank, vars, grid);
+        c = evt_call_new(g, name, evt_front_tok_str(p, ot), rank, vars, grid);
         c->loc = loc_of(nt);
         c->cost = cost;
         c->prefetch = prefetch ? 1 : 0;
@@ -847,7 +473,7 @@ static int parse_call(parser *p)
         } else if (t->kind == TK_IDENT) {
             ERR(t, "unknown keyword '" NAMEFMT "' in call body (expected wait, notify or '}')", NAMEARG(t));
         } else {
-            ERR(t, "expected wait, notify or '}', found %s", describe(t, b, sizeof b));
+            ERR(t, "expected wait, notify or '}', found %s", evt_front_describe(t, b, sizeof b));
         }
         /* recover: skip to the next statement */
         next(p);
@@ -871,7 +497,7 @@ static void parse_program(parser *p)
         else if (t->kind == TK_IDENT)
             ok = ERR(t, "unknown keyword '" NAMEFMT "' (expected sym, tensor, event or call)", NAMEARG(t));
         else
-            ok = ERR(t, "expected a declaration (sym, tensor, event or call), found %s", describe(t, b, sizeof b));
+            ok = ERR(t, "expected a declaration (sym, tensor, event or call), found %s", evt_front_describe(t, b, sizeof b));
         if (!ok) { /* recover: skip to the next declaration */
             if (p->pos == (int)(t - p->t)) next(p);
             while (!is(p, TK_EOF) && !is_top_kw(cur(p))) next(p);
