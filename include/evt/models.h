@@ -41,7 +41,7 @@ typedef struct evt_qwen3_opts {
     int64_t max_ctx;       /* cache capacity per request, tokens (default 1024) */
     int64_t page_size;     /* tokens per KV page (default 16) */
     int64_t attn_splits;   /* split-KV partitions per (request, head) (default 4) */
-    int64_t target_tasks;  /* linear tiles aim for about this many tasks (default 264) */
+    int64_t target_tasks;  /* linear tiles aim for about this many tasks (default 132: one per H100/H200 SM) */
     uint64_t seed;         /* weights and cache contents */
 } evt_qwen3_opts;
 

@@ -2,9 +2,10 @@
  *
  * Per layer i (x_i is the residual stream, B rows):
  *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[b]        notifies H_i[b]
- *   qkvproj linear(h, Wqkv) -> qkv       over (head)    waits H_i[all b]    notifies QKV_i[head]
- *   qr     q_rope(qkv) -> q             over (b, h)    waits QKV_i[h]      notifies Q_i[b, h]
- *   kr     k_rope_append(qkv) -> cache  over (b, g)    waits QKV_i[nh+g], QKV_i[nh+nkv+g]  notifies KV_i[b, g]
+ *   qkvproj linear(h, Wqkv) -> qkv  over (piece)   waits H_i[all b]    notifies QKV_i[piece]
+ *          (a piece is a head, or 1/2 or 1/4 of one when heads are few)
+ *   qr     q_rope(qkv) -> q             over (b, h)    waits the pieces of head h          notifies Q_i[b, h]
+ *   kr     k_rope_append(qkv) -> cache  over (b, g)    waits the pieces of k and v head g  notifies KV_i[b, g]
  *   at     attn_split -> part           over (b, h, s) waits Q_i[b, h], KV_i[b, h/group]   notifies P_i[b, h]
  *   am     attn_merge -> o              over (b, h)    waits P_i[b, h]     notifies AT_i[0]
  *   oproj  linear_res(o, Wo, x_i) -> xa over (nb)      waits AT_i[0]       notifies XA_i[all b]
@@ -100,7 +101,7 @@ static int64_t pick_tn(int64_t n, int64_t target)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {128, 1024, 16, 4, 264, 1};
+    evt_qwen3_opts def = {128, 1024, 16, 4, 132, 1};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
@@ -115,6 +116,10 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     }
     int64_t MP = (op.max_ctx + op.page_size - 1) / op.page_size, S = op.attn_splits, G = nh / nkv;
     int64_t nqkv = (nh + 2 * nkv) * hd;
+    /* QKV tiles: a head, or a half or quarter of one when there are few heads,
+       so that the projection has enough tasks; q/k wait on their pieces */
+    int64_t qsplit = 1;
+    while (qsplit < 4 && (nh + 2 * nkv) * qsplit * 2 <= op.target_tasks && hd % (qsplit * 2) == 0) qsplit *= 2;
     int64_t tn_o = pick_tn(H, op.target_tasks), tn_up = pick_tn(I, op.target_tasks), tn_dn = pick_tn(H, op.target_tasks);
     int64_t tn_lm = pick_tn(V, op.target_tasks), NC = (V + tn_lm - 1) / tn_lm;
     long long eps = llround(c->rms_norm_eps * 1e12), theta = llround(c->rope_theta);
@@ -180,42 +185,47 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     P("tensor pi : i32[B, %lld] scratch\n", (long long)NC);
     P("tensor next : i32[B] output\n\n");
     /* events */
-    for (int64_t l = 0; l <= L; l++) P("event X%lld[B]\n", (long long)l);
+    /* event names carry the layer as a prefix (e12_QKV): no name is another's prefix-extension */
+    for (int64_t l = 0; l <= L; l++) P("event e%lld_X[B]\n", (long long)l);
     for (int64_t l = 0; l < L; l++) {
-        P("event H%lld[B]\nevent QKV%lld[%lld]\nevent Q%lld[B, %lld]\nevent KV%lld[B, %lld]\n", (long long)l, (long long)l,
-          (long long)(nh + 2 * nkv), (long long)l, (long long)nh, (long long)l, (long long)nkv);
-        P("event P%lld[B, %lld]\nevent AT%lld[1]\nevent XA%lld[B]\nevent H2%lld[B]\nevent A%lld[1]\n", (long long)l,
+        P("event e%lld_H[B]\nevent e%lld_QKV[%lld]\nevent e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)l,
+          (long long)((nh + 2 * nkv) * qsplit), (long long)l, (long long)nh, (long long)l, (long long)nkv);
+        P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[B]\nevent e%lld_H2[B]\nevent e%lld_A[1]\n", (long long)l,
           (long long)nh, (long long)l, (long long)l, (long long)l, (long long)l);
     }
     P("event HF[B]\nevent LM[%lld]\nevent AP[B]\n\n", (long long)NC);
     /* calls */
-    P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify X0[b]\n}\n");
+    P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify e0_X[b]\n}\n");
     for (int64_t l = 0; l < L; l++) {
         long long i = (long long)l;
-        P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait X%lld[b]\n    notify H%lld[b]\n}\n",
+        P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[b]\n    notify e%lld_H[b]\n}\n",
           i, i, i, i, eps, i, i);
+        long long qs = (long long)qsplit;
         P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait H%lld[r] for r in [B]\n    notify QKV%lld[nb]\n}\n", i, i, i, i, (long long)hd, (long long)(nh + 2 * nkv), i, i);
+          "    wait e%lld_H[r] for r in [B]\n    notify e%lld_QKV[nb]\n}\n", i, i, i, i, (long long)(hd / qsplit),
+          (long long)((nh + 2 * nkv) * qsplit), i, i);
         P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
-          "    wait QKV%lld[h]\n    notify Q%lld[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, i, i);
+          "    wait e%lld_QKV[h * %lld + f] for f in [%lld]\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh,
+          i, qs, qs, i);
         P("call l%lld_kr = k_rope_append(l%lld_qkv, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, %lld, %lld, %lld) over (b, g) in [B, %lld] {\n"
-          "    wait QKV%lld[%lld + g]\n    wait QKV%lld[%lld + g]\n    notify KV%lld[b, g]\n}\n",
-          i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, i, (long long)nh, i, (long long)(nh + nkv), i);
+          "    wait e%lld_QKV[(%lld + g) * %lld + f] for f in [%lld]\n    wait e%lld_QKV[(%lld + g) * %lld + f] for f in [%lld]\n"
+          "    notify e%lld_KV[b, g]\n}\n",
+          i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, i, (long long)nh, qs, qs, i, (long long)(nh + nkv), qs, qs, i);
         P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %lld] {\n"
-          "    wait Q%lld[b, h]\n    wait KV%lld[b, h / %lld]\n    notify P%lld[b, h]\n}\n",
+          "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h]\n}\n",
           i, i, i, i, i, (long long)nh, (long long)S, i, i, (long long)G, i);
-        P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait P%lld[b, h]\n    notify AT%lld[0]\n}\n",
+        P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait e%lld_P[b, h]\n    notify e%lld_AT[0]\n}\n",
           i, i, i, (long long)nh, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait AT%lld[0]\n    notify XA%lld[r] for r in [B]\n}\n", i, i, i, i, i, (long long)tn_o, (long long)((H + tn_o - 1) / tn_o), i, i);
-        P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait XA%lld[b]\n    notify H2%lld[b]\n}\n",
+          "    wait e%lld_AT[0]\n    notify e%lld_XA[r] for r in [B]\n}\n", i, i, i, i, i, (long long)tn_o, (long long)((H + tn_o - 1) / tn_o), i, i);
+        P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[b]\n    notify e%lld_H2[b]\n}\n",
           i, i, i, i, eps, i, i);
         P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait H2%lld[r] for r in [B]\n    notify A%lld[0]\n}\n", i, i, i, i, i, (long long)tn_up, (long long)((I + tn_up - 1) / tn_up), i, i);
+          "    wait e%lld_H2[r] for r in [B]\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)tn_up, (long long)((I + tn_up - 1) / tn_up), i, i);
         P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait A%lld[0]\n    notify X%lld[r] for r in [B]\n}\n", i, i, i, i, i + 1, (long long)tn_dn, (long long)((H + tn_dn - 1) / tn_dn), i, i + 1);
+          "    wait e%lld_A[0]\n    notify e%lld_X[r] for r in [B]\n}\n", i, i, i, i, i + 1, (long long)tn_dn, (long long)((H + tn_dn - 1) / tn_dn), i, i + 1);
     }
-    P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait X%lld[b]\n    notify HF[b]\n}\n",
+    P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[b]\n    notify HF[b]\n}\n",
       (long long)L, eps, (long long)L);
     P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld] prefetch {\n    wait HF[r] for r in [B]\n    notify LM[nb]\n}\n",
       lm, (long long)tn_lm, (long long)NC);

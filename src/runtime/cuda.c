@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime/module.h"
+#include "runtime/kcache.h"
 
 /* ---- the few driver API types and constants we need (stable ABI) ---- */
 typedef int CUresult;
@@ -247,10 +248,15 @@ static evt_status cuda_build(evt_module *m, evt_variant *v, evt_diag *d)
     snprintf(src, sizeof src, "%s/kernel.cu", dir);
     snprintf(bin, sizeof bin, "%s/kernel.cubin", dir);
     snprintf(log, sizeof log, "%s/nvcc.log", dir);
-    evt_status st = write_file(src, v->source, strlen(v->source), d);
-    if (st) { rm_tmp(dir); return st; }
     const char *nvcc = getenv("NVCC");
     const char *extra = getenv("EVT_NVCCFLAGS");
+    char key[600], stamp[32];
+    evt_kcache_stamp(evt_src_dir(), stamp, sizeof stamp);
+    snprintf(key, sizeof key, "nvcc -cubin sm_90a -std=c++17 -O3 -lineinfo -DEVT_BLOCK_THREADS=%d %s abi %d headers %s",
+             block_threads(v->p), extra ? extra : "", EVT_ABI_VERSION, stamp);
+    if (evt_kcache_get("cubin", v->source, key, &v->code, &v->code_len)) { rm_tmp(dir); return EVT_OK; }
+    evt_status st = write_file(src, v->source, strlen(v->source), d);
+    if (st) { rm_tmp(dir); return st; }
     snprintf(cmd, sizeof cmd,
              "'%s' -cubin -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -DEVT_BLOCK_THREADS=%d "
              "-I'%s' %s '%s' -o '%s' > '%s' 2>&1",
@@ -277,6 +283,7 @@ static evt_status cuda_build(evt_module *m, evt_variant *v, evt_diag *d)
     fclose(f);
     rm_tmp(dir);
     if (!v->code || (long)v->code_len != n) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot read the cubin");
+    evt_kcache_put("cubin", v->source, key, v->code, v->code_len);
     return EVT_OK;
 }
 
