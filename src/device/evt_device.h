@@ -21,6 +21,9 @@
 #include <cuda/atomic>
 #define EVT_DEV __device__ __forceinline__
 #define EVT_NOINLINE __device__ __noinline__
+/* The protocol's larger routines stay calls on the GPU: inlining them at
+   every wait and notify site of hundreds of calls makes nvcc take minutes. */
+#define EVT_PROTO __device__ __noinline__
 #define EVT_LEADER (threadIdx.x == 0)
 #define EVT_TID ((int)threadIdx.x)
 #define EVT_NTHREADS ((int)blockDim.x)
@@ -53,6 +56,7 @@ EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
 #include <time.h>
 #define EVT_DEV static inline
 #define EVT_NOINLINE static
+#define EVT_PROTO static inline
 #define EVT_LEADER 1
 #define EVT_TID 0
 #define EVT_NTHREADS 1
@@ -111,7 +115,7 @@ typedef struct evt_worker {
 EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_flag) != 0; }
 
 /* Records the first error and raises the abort flag every spinner polls. */
-EVT_DEV void evt_raise(const evt_ctx *C, int kind, int worker, int call, int event,
+EVT_PROTO void evt_raise(const evt_ctx *C, int kind, int worker, int call, int event,
                        int64_t task, int64_t elem, int64_t observed, int64_t target)
 {
     if (evt_cas32(&C->err->kind, 0, -1)) {
@@ -142,7 +146,7 @@ EVT_DEV void evt_chaos(const evt_ctx *C, evt_worker *W)
 
 /* Leader only. Spins until E's element `elem` (linear, absolute counter index)
  * reaches its target. Returns 0, or 1 if the launch was aborted. */
-EVT_DEV int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int64_t elem)
+EVT_PROTO int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int64_t elem)
 {
     int32_t *cnt = &C->counters[elem];
     int32_t target = C->target[elem];
@@ -168,7 +172,7 @@ EVT_DEV int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int64
 
 /* Leader only. Never fails: the ring holds every task and sentinel of a
  * launch, so the slot is free (its previous lap was consumed). */
-EVT_DEV int evt_push(const evt_ctx *C, int64_t task)
+EVT_PROTO int evt_push(const evt_ctx *C, int64_t task)
 {
     evt_ring *r = C->ring;
     int64_t pos = evt_add64_relaxed(&r->enq, 1);
@@ -189,8 +193,8 @@ EVT_DEV int evt_push(const evt_ctx *C, int64_t task)
  * over (every task done), was aborted, or the watchdog fired while waiting.
  * Before blocking it flushes the completions it has not reported yet, so
  * termination is never held up by a waiting worker. */
-EVT_DEV void evt_flush_completions(const evt_ctx *C, evt_worker *W);
-EVT_DEV int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
+EVT_PROTO void evt_flush_completions(const evt_ctx *C, evt_worker *W);
+EVT_PROTO int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
 {
     evt_ring *r = C->ring;
     if (W->tickets_left == 0) {
@@ -232,7 +236,7 @@ EVT_DEV int32_t evt_dynamic_goal(const evt_ctx *C) { return -(int32_t)(C->nseeds
 /* Completions are counted locally and reported in one atomic: at the end of
  * a ticket batch and before a worker blocks. Reporting late only keeps
  * `outstanding` above the truth, so the goal is never reached early. */
-EVT_DEV void evt_flush_completions(const evt_ctx *C, evt_worker *W)
+EVT_PROTO void evt_flush_completions(const evt_ctx *C, evt_worker *W)
 {
     int32_t n = W->completed;
     if (!n) return;
@@ -242,7 +246,7 @@ EVT_DEV void evt_flush_completions(const evt_ctx *C, evt_worker *W)
 }
 
 /* Dynamic mode: one wait element of `task` is complete; push it when all are. */
-EVT_DEV void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
+EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
 {
     int32_t done = evt_add_acq_rel(&C->pending[task], 1) + 1;
     if (done == C->pend_target[task]) {
@@ -255,7 +259,7 @@ EVT_DEV void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
 /* Leader only. Adds `delta` to a counter; if that completes it (dynamic mode),
  * credits its consumers found through the bind-time consumer lists. Returns 1
  * when this add completed the element (callers then credit trigger ranges). */
-EVT_DEV int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t delta)
+EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t delta)
 {
     if (C->mode != EVT_MODE_DYNAMIC) { /* static: nobody acts on completion */
         evt_red_release(&C->counters[elem], delta);
@@ -275,7 +279,7 @@ EVT_DEV int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t de
  * are credited: they may be pushed before the producers finish and wait on
  * the real counter when they run. Every task a consumer waits on was
  * dispatched before it was pushed, so waits only point at running tasks. */
-EVT_DEV void evt_early_signal(const evt_ctx *C, evt_worker *W, int64_t elem)
+EVT_PROTO void evt_early_signal(const evt_ctx *C, evt_worker *W, int64_t elem)
 {
     if (evt_add_acq_rel(&C->hist[elem], 1) + 1 != C->target[elem]) return;
     for (int64_t k = C->cons_off[elem]; k < C->cons_off[elem + 1]; k++)
@@ -283,7 +287,7 @@ EVT_DEV void evt_early_signal(const evt_ctx *C, evt_worker *W, int64_t elem)
 }
 
 /* Bounds check of a computed event index; raises BAD_INDEX on failure. */
-EVT_DEV int evt_check_index(const evt_ctx *C, evt_worker *W, int call, int event, int64_t v, int64_t dim)
+EVT_PROTO int evt_check_index(const evt_ctx *C, evt_worker *W, int call, int event, int64_t v, int64_t dim)
 {
     if (v >= 0 && v < dim) return 0;
     evt_raise(C, EVT_KERR_BAD_INDEX, W->id, call, event, W->task, v, 0, dim);
@@ -299,7 +303,7 @@ EVT_DEV int64_t evt_index_load(const evt_tensor_ref *t, int64_t off)
 
 /* Trigger range: the e with indptr[e] <= t < indptr[e+1] (binary search), or
  * -1 when t is past the last range (the task does not exist for this data). */
-EVT_DEV int64_t evt_trigger_owner(const evt_tensor_ref *indptr, int64_t nranges, int64_t t)
+EVT_PROTO int64_t evt_trigger_owner(const evt_tensor_ref *indptr, int64_t nranges, int64_t t)
 {
     if (t < evt_index_load(indptr, 0) || t >= evt_index_load(indptr, nranges)) return -1;
     int64_t lo = 0, hi = nranges - 1;

@@ -17,7 +17,7 @@ EVT_DEV int64_t evt_min(int64_t a, int64_t b) { return a < b ? a : b; }
 EVT_DEV int64_t evt_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* tensor[i0, i1, ...] of integer tensor `t`; n indices. */
-EVT_DEV int64_t evt_ld(const evt_ctx *C, evt_worker *W, int call, int t, int n,
+EVT_PROTO int64_t evt_ld(const evt_ctx *C, evt_worker *W, int call, int t, int n,
                        int64_t i0, int64_t i1, int64_t i2, int64_t i3)
 {
     const evt_tensor_ref *r = &C->tensors[t];

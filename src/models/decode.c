@@ -114,7 +114,9 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (o->batch > bo.max_batch)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch %lld exceeds the program's bound %lld",
                               (long long)o->batch, (long long)bo.max_batch);
-    if (!bo.max_ctx) bo.max_ctx = o->ctx + o->steps + 1;
+    /* cache capacity rounded up to 1024 tokens: runs with different step
+       counts build the same program (and hit the compiled-kernel cache) */
+    if (!bo.max_ctx) bo.max_ctx = (o->ctx + o->steps + 1 + 1023) / 1024 * 1024;
     if (o->ctx + o->steps >= bo.max_ctx)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: ctx + steps must stay below the cache capacity %lld",
                               (long long)bo.max_ctx);

@@ -3,6 +3,7 @@
  * everything else, comparison, and parsing of --set NAME=VALUE. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,35 @@ static void store(void *p, evt_dtype t, int64_t i, double v)
 
 static int is_int(evt_dtype t) { return t == EVT_I32 || t == EVT_I64 || t == EVT_U8; }
 
+#define RANDOM_CHUNK ((int64_t)1 << 20)
+typedef struct random_job {
+    const evt_tensor *t;
+    void *p;
+    int64_t n;
+    uint64_t seed;
+    int64_t next_chunk; /* taken with an atomic add by the fill threads */
+} random_job;
+
+static void *random_worker(void *arg)
+{
+    random_job *j = arg;
+    double lo = j->t->init.lo, hi = j->t->init.hi;
+    int64_t span = (int64_t)hi - (int64_t)lo;
+    for (;;) {
+        int64_t c = __atomic_fetch_add(&j->next_chunk, 1, __ATOMIC_RELAXED);
+        int64_t i0 = c * RANDOM_CHUNK;
+        if (i0 >= j->n) return NULL;
+        uint64_t s = j->seed ^ (uint64_t)c * 0xd1b54a32d192ed03ull;
+        for (int64_t i = i0; i < i0 + RANDOM_CHUNK && i < j->n; i++) {
+            uint64_t r = mix(&s);
+            if (is_int(j->t->dtype))
+                store(j->p, j->t->dtype, i, span > 0 ? (double)((int64_t)lo + (int64_t)(r % (uint64_t)span)) : lo);
+            else
+                store(j->p, j->t->dtype, i, lo + (hi - lo) * ((r >> 11) * 0x1.0p-53));
+        }
+    }
+}
+
 static evt_status init_tensor(const evt_tensor *t, void *p, int64_t n, size_t bytes, uint64_t seed, int poison, evt_diag *d)
 {
     const evt_init *in = &t->init;
@@ -80,17 +110,16 @@ static evt_status init_tensor(const evt_tensor *t, void *p, int64_t n, size_t by
     case EVT_INIT_CONST: for (int64_t i = 0; i < n; i++) store(p, t->dtype, i, in->value); break;
     case EVT_INIT_RANGE: for (int64_t i = 0; i < n; i++) store(p, t->dtype, i, (double)i); break;
     case EVT_INIT_RANDOM: {
-        uint64_t s = in->seed * 0x100000001b3ull ^ seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)t->id;
-        double lo = in->lo, hi = in->hi;
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t r = mix(&s);
-            if (is_int(t->dtype)) {
-                int64_t span = (int64_t)hi - (int64_t)lo;
-                store(p, t->dtype, i, span > 0 ? (double)((int64_t)lo + (int64_t)(r % (uint64_t)span)) : lo);
-            } else {
-                store(p, t->dtype, i, lo + (hi - lo) * ((r >> 11) * 0x1.0p-53));
-            }
-        }
+        /* the stream restarts every RANDOM_CHUNK elements from a seed mixed
+           with the chunk index: the values do not depend on how many
+           threads fill the tensor */
+        random_job job = {t, p, n, in->seed * 0x100000001b3ull ^ seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)t->id, 0};
+        int nth = n > 4 * RANDOM_CHUNK ? 8 : 1;
+        pthread_t th[8];
+        int started = 0;
+        for (int k = 1; k < nth; k++) started += !pthread_create(&th[started], NULL, random_worker, &job);
+        random_worker(&job);
+        for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
         break;
     }
     case EVT_INIT_FILE: {
