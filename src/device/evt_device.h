@@ -24,6 +24,7 @@
 /* The protocol's larger routines stay calls on the GPU: inlining them at
    every wait and notify site of hundreds of calls makes nvcc take minutes. */
 #define EVT_PROTO __device__ __noinline__
+#define EVT_CONST_TABLE __constant__ const
 #define EVT_LEADER (threadIdx.x == 0)
 #define EVT_TID ((int)threadIdx.x)
 #define EVT_NTHREADS ((int)blockDim.x)
@@ -57,6 +58,7 @@ EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
 #define EVT_DEV static inline
 #define EVT_NOINLINE static
 #define EVT_PROTO static inline
+#define EVT_CONST_TABLE static const
 #define EVT_LEADER 1
 #define EVT_TID 0
 #define EVT_NTHREADS 1

@@ -9,20 +9,48 @@
  * Maps become index arithmetic over v[] (coordinates and `for` variables)
  * and C->sym[] (bound symbols); tensor reads become checked evt_ld() calls.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "emit/emit.h"
 
-static void expr(evt_printer *o, const evt_expr *e, int call)
+/* Ids printed into a call's body. In a template (t->slots) every call, tensor
+ * and event id becomes a slot I[k] of the call's id row, so that calls that
+ * differ only in which tensors and events they touch (the layers of a model)
+ * share one function; otherwise ids are printed as numbers. */
+enum { ID_CALL, ID_TENSOR, ID_EVENT };
+#define MAX_SLOTS 256
+typedef struct ids {
+    int slots;                 /* 1: print I[k] */
+    int n;
+    int kind[MAX_SLOTS], value[MAX_SLOTS];
+} ids;
+
+static void id(evt_printer *o, ids *t, int kind, int value)
+{
+    if (!t || !t->slots) { evt_pr(o, "%d", value); return; }
+    for (int k = 0; k < t->n; k++)
+        if (t->kind[k] == kind && t->value[k] == value) { evt_pr(o, "I[%d]", k); return; }
+    if (t->n == MAX_SLOTS) { evt_pr(o, "%d", value); return; } /* too many: stay literal */
+    t->kind[t->n] = kind;
+    t->value[t->n] = value;
+    evt_pr(o, "I[%d]", t->n++);
+}
+
+static void expr(evt_printer *o, const evt_expr *e, int call, ids *t)
 {
     switch (e->op) {
     case EVT_E_CONST: evt_pr(o, "INT64_C(%lld)", (long long)e->value); return;
     case EVT_E_SYM: evt_pr(o, "C->sym[%d]", e->sym->id); return;
     case EVT_E_VAR: evt_pr(o, "v[%d]", e->var); return;
     case EVT_E_LOAD:
-        evt_pr(o, "evt_ld(C, W, %d, %d, %d", call, e->tensor->id, e->nargs);
+        evt_pr(o, "evt_ld(C, W, ");
+        id(o, t, ID_CALL, call);
+        evt_pr(o, ", ");
+        id(o, t, ID_TENSOR, e->tensor->id);
+        evt_pr(o, ", %d", e->nargs);
         for (int i = 0; i < 4; i++) {
             evt_pr(o, ", ");
-            if (i < e->nargs) expr(o, e->a[i], call); else evt_pr(o, "0");
+            if (i < e->nargs) expr(o, e->a[i], call, t); else evt_pr(o, "0");
         }
         evt_pr(o, ")");
         return;
@@ -32,25 +60,25 @@ static void expr(evt_printer *o, const evt_expr *e, int call)
     static const char *op[] = {[EVT_E_ADD] = " + ", [EVT_E_SUB] = " - ", [EVT_E_MUL] = " * "};
     if (e->op == EVT_E_ADD || e->op == EVT_E_SUB || e->op == EVT_E_MUL) {
         evt_pr(o, "(");
-        expr(o, e->a[0], call);
+        expr(o, e->a[0], call, t);
         evt_pr(o, "%s", op[e->op]);
-        expr(o, e->a[1], call);
+        expr(o, e->a[1], call, t);
         evt_pr(o, ")");
     } else {
         evt_pr(o, "%s(", fn[e->op]);
-        expr(o, e->a[0], call);
+        expr(o, e->a[0], call, t);
         evt_pr(o, ", ");
-        expr(o, e->a[1], call);
+        expr(o, e->a[1], call, t);
         evt_pr(o, ")");
     }
 }
 
 /* Opens loops over the edge's `for` variables (v[rank + f]). */
-static void open_fors(evt_printer *o, const evt_call *c, const evt_edge *e, const char *ind)
+static void open_fors(evt_printer *o, const evt_call *c, const evt_edge *e, const char *ind, ids *t)
 {
     for (int f = 0; f < e->nfor; f++) {
         evt_pr(o, "%sfor (v[%d] = 0; v[%d] < ", ind, c->rank + f, c->rank + f);
-        expr(o, e->for_ext[f], c->id);
+        expr(o, e->for_ext[f], c->id, t);
         evt_pr(o, "; v[%d]++) {\n", c->rank + f);
     }
 }
@@ -61,37 +89,51 @@ static void close_fors(evt_printer *o, const evt_edge *e, const char *ind)
 
 /* Computes `elem` (absolute counter index) of an affine/gather edge; on a bad
  * index prints `on_bad`. */
-static void elem_of(evt_printer *o, const evt_call *c, const evt_edge *e, const char *ind, const char *on_bad, int raise)
+static void elem_of(evt_printer *o, const evt_call *c, const evt_edge *e, const char *ind, const char *on_bad, int raise, ids *t)
 {
     int ev = e->event->id;
     evt_pr(o, "%sint64_t elem = 0;\n", ind);
     for (int i = 0; i < e->nidx; i++) {
         evt_pr(o, "%s{ int64_t x = ", ind);
-        expr(o, e->idx[i], c->id);
-        if (raise)
-            evt_pr(o, ";\n%s  if (evt_check_index(C, W, %d, %d, x, C->ev_dim[%d])) { %s }\n", ind, c->id, ev, ev * 4 + i, on_bad);
-        else /* the notifying task itself reports a bad index */
-            evt_pr(o, ";\n%s  if (x < 0 || x >= C->ev_dim[%d]) { %s }\n", ind, ev * 4 + i, on_bad);
-        evt_pr(o, "%s  elem = elem * C->ev_dim[%d] + x; }\n", ind, ev * 4 + i);
+        expr(o, e->idx[i], c->id, t);
+        evt_pr(o, ", dim = C->ev_dim[");
+        id(o, t, ID_EVENT, ev);
+        evt_pr(o, " * 4 + %d];\n", i);
+        if (raise) {
+            evt_pr(o, "%s  if (evt_check_index(C, W, ", ind);
+            id(o, t, ID_CALL, c->id);
+            evt_pr(o, ", ");
+            id(o, t, ID_EVENT, ev);
+            evt_pr(o, ", x, dim)) { %s }\n", on_bad);
+        } else { /* the notifying task itself reports a bad index */
+            evt_pr(o, "%s  if (x < 0 || x >= dim) { %s }\n", ind, on_bad);
+        }
+        evt_pr(o, "%s  elem = elem * dim + x; }\n", ind);
     }
-    evt_pr(o, "%selem += C->ev_base[%d];\n", ind, ev);
+    evt_pr(o, "%selem += C->ev_base[", ind);
+    id(o, t, ID_EVENT, ev);
+    evt_pr(o, "];\n");
 }
 
-static void decode(evt_printer *o, const evt_call *c, const char *ext)
+static void decode(evt_printer *o, const evt_call *c, const char *ext, ids *t)
 {
-    evt_pr(o, "    { int64_t q = lin;\n");
+    evt_pr(o, "    { int64_t q = lin, K4 = ");
+    id(o, t, ID_CALL, c->id);
+    evt_pr(o, " * 4;\n");
     for (int k = c->rank - 1; k >= 0; k--)
-        evt_pr(o, "      v[%d] = q %% %s[%d]; q /= %s[%d];\n", k, ext, c->id * 4 + k, ext, c->id * 4 + k);
+        evt_pr(o, "      v[%d] = q %% %s[K4 + %d]; q /= %s[K4 + %d];\n", k, ext, k, ext, k);
     evt_pr(o, "    }\n");
 }
 
-static void linear_task(evt_printer *o, const evt_call *c)
+static void linear_task(evt_printer *o, const evt_call *c, ids *t)
 {
     /* base + ((v0 * ext1 + v1) * ext2 + v2) ... */
-    evt_pr(o, "C->task_base[%d] + ", c->id);
+    evt_pr(o, "C->task_base[");
+    id(o, t, ID_CALL, c->id);
+    evt_pr(o, "] + ");
     for (int k = 1; k < c->rank; k++) evt_pr(o, "(");
     evt_pr(o, "v[0]");
-    for (int k = 1; k < c->rank; k++) evt_pr(o, " * C->ext[%d] + v[%d])", c->id * 4 + k, k);
+    for (int k = 1; k < c->rank; k++) evt_pr(o, " * X[%d] + v[%d])", k, k);
 }
 
 static int max_for(const evt_graph *g)
@@ -104,22 +146,27 @@ static int max_for(const evt_graph *g)
 }
 
 /* Trigger consumers of event ev: credit tasks indptr[x] .. indptr[x+1]. */
-static void emit_trigger_credit(evt_printer *o, const evt_plan *p, int ev)
+static void emit_trigger_credit(evt_printer *o, const evt_plan *p)
 {
     const evt_graph *g = p->g;
-    evt_pr(o, "EVT_NOINLINE void evt_trig_%d(const evt_ctx *C, evt_worker *W, int64_t x)\n{\n", ev);
-    evt_pr(o, "    if (C->mode != EVT_MODE_DYNAMIC) return;\n");
-    for (int c = 0; c < g->ncalls; c++)
-        for (int k = 0; k < g->calls[c]->nedges; k++) {
-            const evt_edge *e = &g->calls[c]->edges[k];
-            if (!e->trigger || e->event->id != ev) continue;
-            evt_pr(o, "    { /* %s waits %s trigger %s */\n", g->calls[c]->name, e->event->name, e->trigger->name);
-            evt_pr(o, "      const evt_tensor_ref *ip = &C->tensors[%d];\n", e->trigger->id);
-            evt_pr(o, "      int64_t lo = evt_index_load(ip, x), hi = evt_index_load(ip, x + 1);\n");
-            evt_pr(o, "      if (lo < 0) lo = 0;\n      if (hi > C->ext[%d]) hi = C->ext[%d];\n", c * 4, c * 4);
-            evt_pr(o, "      for (int64_t t = lo; t < hi; t++) evt_credit(C, W, C->task_base[%d] + t); }\n", c);
-        }
-    evt_pr(o, "}\n\n");
+    evt_pr(o, "EVT_NOINLINE void evt_trig(const evt_ctx *C, evt_worker *W, int ev, int64_t x)\n{\n");
+    evt_pr(o, "    if (C->mode != EVT_MODE_DYNAMIC) return;\n    switch (ev) {\n");
+    for (int ev = 0; ev < g->nevents; ev++) {
+        if (!p->ev[ev].ntrigger_consumers) continue;
+        evt_pr(o, "    case %d:\n", ev);
+        for (int c = 0; c < g->ncalls; c++)
+            for (int k = 0; k < g->calls[c]->nedges; k++) {
+                const evt_edge *e = &g->calls[c]->edges[k];
+                if (!e->trigger || e->event->id != ev) continue;
+                evt_pr(o, "      { /* %s waits %s trigger %s */\n", g->calls[c]->name, e->event->name, e->trigger->name);
+                evt_pr(o, "        const evt_tensor_ref *ip = &C->tensors[%d];\n", e->trigger->id);
+                evt_pr(o, "        int64_t lo = evt_index_load(ip, x), hi = evt_index_load(ip, x + 1);\n");
+                evt_pr(o, "        if (lo < 0) lo = 0;\n        if (hi > C->ext[%d]) hi = C->ext[%d];\n", c * 4, c * 4);
+                evt_pr(o, "        for (int64_t t = lo; t < hi; t++) evt_credit(C, W, C->task_base[%d] + t); }\n", c);
+            }
+        evt_pr(o, "      break;\n");
+    }
+    evt_pr(o, "    default: (void)W; (void)x; break;\n    }\n}\n\n");
 }
 
 static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
@@ -147,9 +194,9 @@ static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
                 evt_pr(o, "        if (evt_trigger_owner(&C->tensors[%d], C->ev_dim[%d], v[0]) < 0) continue;\n",
                        t->trigger->id, t->event->id * 4);
             }
-            open_fors(o, call, e, "        ");
+            open_fors(o, call, e, "        ", NULL);
             evt_pr(o, "        {\n");
-            elem_of(o, call, e, "          ", "continue;", 0);
+            elem_of(o, call, e, "          ", "continue;", 0, NULL);
             evt_pr(o, "          evt_add_relaxed(&H[elem - C->ev_base[%d]], 1);\n        }\n", ev);
             close_fors(o, e, "        ");
             evt_pr(o, "      }\n    }\n");
@@ -162,36 +209,38 @@ static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
     evt_pr(o, "            if (evt_signal(C, W, C->ev_base[%d] + x, EVT_DATA_TARGET - h)) {%s}\n", ev,
            p->ev[ev].ntrigger_consumers ? "" : " ");
     if (p->ev[ev].ntrigger_consumers)
-        evt_pr(o, "                evt_trig_%d(C, W, x);\n", ev);
+        evt_pr(o, "                evt_trig(C, W, %d, x);\n", ev);
     evt_pr(o, "        }\n    }\n    EVT_SYNC();\n}\n\n");
 }
 
-static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_target tgt)
+/* The body of call c's function, with ids as slots of t (see ids). */
+static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c, evt_target tgt, ids *t)
 {
     const evt_call_plan *cp = &p->call[c->id];
     const evt_tile_decl *decl = cp->decl;
-    int K = c->id;
-    evt_pr(o, "/* call %s = %s over rank %d */\n", c->name, c->op, c->rank);
-    evt_pr(o, "EVT_NOINLINE void evt_call_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext)\n{\n", K);
-    evt_pr(o, "    int64_t v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
-    decode(o, c, "qext");
-    evt_pr(o, "    if (");
-    for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= C->ext[%d]", k ? " || " : "", k, K * 4 + k);
+    evt_pr(o, "{\n    int64_t v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
+    decode(o, c, "qext", t);
+    evt_pr(o, "    const int64_t *X = C->ext + ");
+    id(o, t, ID_CALL, c->id);
+    evt_pr(o, " * 4;\n    if (");
+    for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
     evt_pr(o, ") return; /* guard: outside the bound shape */\n");
     evt_pr(o, "    int64_t task = ");
-    linear_task(o, c);
+    linear_task(o, c, t);
     evt_pr(o, ";\n    if (EVT_LEADER) {\n        W->task = task;\n        W->skip = 0;\n");
     /* the task's arguments, built once by the leader in the worker's
        (shared) state; every thread reads them after the barrier */
     evt_pr(o, "        evt_task_args *A = &W->args;\n        A->ncoord = %d; A->worker = W->id;\n", c->rank);
-    evt_pr(o, "        for (int k = 0; k < 4; k++) { A->coord[k] = k < %d ? v[k] : 0; A->grid[k] = C->ext[%d + k]; }\n", c->rank, K * 4);
+    evt_pr(o, "        for (int k = 0; k < 4; k++) { A->coord[k] = k < %d ? v[k] : 0; A->grid[k] = X[k]; }\n", c->rank);
     int nt = 0, ni = 0;
     for (int a = 0; a < c->nargs; a++) {
         if (c->args[a].kind == EVT_ARG_TENSOR) {
-            evt_pr(o, "        A->t[%d] = C->tensors[%d];\n", nt++, c->args[a].tensor->id);
+            evt_pr(o, "        A->t[%d] = C->tensors[", nt++);
+            id(o, t, ID_TENSOR, c->args[a].tensor->id);
+            evt_pr(o, "];\n");
         } else {
             evt_pr(o, "        A->iarg[%d] = ", ni++);
-            expr(o, c->args[a].value, K);
+            expr(o, c->args[a].value, c->id, t);
             evt_pr(o, ";\n");
         }
     }
@@ -208,9 +257,9 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
         for (int k = 0; k < c->nedges; k++) {
             const evt_edge *e = &c->edges[k];
             if (e->kind != EVT_NOTIFY || evt_edge_is_data(p, c, e) || p->ev[e->event->id].kind == EVT_COUNT_DATA) continue;
-            evt_pr(o, "          do { /* early notify %s (a bad index is reported at the real notify) */\n", e->event->name);
-            open_fors(o, c, e, "            ");
-            elem_of(o, c, e, "            ", "break;", 0);
+            evt_pr(o, "          do { /* early notify (a bad index is reported at the real notify) */\n");
+            open_fors(o, c, e, "            ", t);
+            elem_of(o, c, e, "            ", "break;", 0, t);
             evt_pr(o, "            evt_early_signal(C, W, elem);\n");
             close_fors(o, e, "            ");
             evt_pr(o, "          } while (0);\n");
@@ -218,22 +267,30 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
         evt_pr(o, "        }\n");
     }
     evt_pr(o, "        if (evt_aborted(C)) { W->skip = 1; goto waits_done; }\n");
-    /* waits */
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_WAIT) continue;
         int ev = e->event->id;
         if (e->trigger) {
-            evt_pr(o, "      { /* wait %s trigger %s */\n", e->event->name, e->trigger->name);
-            evt_pr(o, "        int64_t x = evt_trigger_owner(&C->tensors[%d], C->ev_dim[%d], v[0]);\n", e->trigger->id, ev * 4);
+            evt_pr(o, "      { /* trigger-range wait */\n        int64_t ev = ");
+            id(o, t, ID_EVENT, ev);
+            evt_pr(o, ", x = evt_trigger_owner(&C->tensors[");
+            id(o, t, ID_TENSOR, e->trigger->id);
+            evt_pr(o, "], C->ev_dim[ev * 4], v[0]);\n");
             evt_pr(o, "        if (x < 0) { W->skip = 2; goto waits_done; } /* no such task for this data */\n");
-            evt_pr(o, "        if (evt_wait(C, W, %d, %d, C->ev_base[%d] + x)) { W->skip = 1; goto waits_done; } }\n", K, ev, ev);
+            evt_pr(o, "        if (evt_wait(C, W, ");
+            id(o, t, ID_CALL, c->id);
+            evt_pr(o, ", (int)ev, C->ev_base[ev] + x)) { W->skip = 1; goto waits_done; } }\n");
             continue;
         }
-        evt_pr(o, "      { /* wait %s */\n", e->event->name);
-        open_fors(o, c, e, "        ");
-        elem_of(o, c, e, "        ", "W->skip = 1; goto waits_done;", 1);
-        evt_pr(o, "        if (evt_wait(C, W, %d, %d, elem)) { W->skip = 1; goto waits_done; }\n", K, ev);
+        evt_pr(o, "      { /* wait */\n");
+        open_fors(o, c, e, "        ", t);
+        elem_of(o, c, e, "        ", "W->skip = 1; goto waits_done;", 1, t);
+        evt_pr(o, "        if (evt_wait(C, W, ");
+        id(o, t, ID_CALL, c->id);
+        evt_pr(o, ", ");
+        id(o, t, ID_EVENT, ev);
+        evt_pr(o, ", elem)) { W->skip = 1; goto waits_done; }\n");
         close_fors(o, e, "        ");
         evt_pr(o, "      }\n");
     }
@@ -245,13 +302,18 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
         evt_pr(o, "    %s_cuda(&W->args);\n", decl ? decl->name : c->op);
     evt_pr(o, "    EVT_SYNC();\n    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
     if (cp->narm) {
-        int64_t dummy = 0; (void)dummy;
-        evt_pr(o, "    /* last task of %s arms the events whose counts depend on its outputs */\n", c->name);
+        evt_pr(o, "    /* the last task of this call arms the events whose counts depend on its outputs */\n");
         evt_pr(o, "    if (EVT_LEADER) {\n        int64_t n = 1;\n");
-        evt_pr(o, "        for (int k = 0; k < %d; k++) n *= C->ext[%d + k];\n", c->rank, K * 4);
-        evt_pr(o, "        W->arm = evt_add_acq_rel(&C->arm_done[%d], 1) + 1 == n;\n    }\n    EVT_SYNC();\n", K);
+        evt_pr(o, "        for (int k = 0; k < %d; k++) n *= X[k];\n", c->rank);
+        evt_pr(o, "        W->arm = evt_add_acq_rel(&C->arm_done[");
+        id(o, t, ID_CALL, c->id);
+        evt_pr(o, "], 1) + 1 == n;\n    }\n    EVT_SYNC();\n");
         evt_pr(o, "    if (W->arm) {\n");
-        for (int a = 0; a < cp->narm; a++) evt_pr(o, "        evt_arm_%d(C, W);\n", cp->arm[a]);
+        for (int a = 0; a < cp->narm; a++) {
+            evt_pr(o, "        evt_arm(C, W, ");
+            id(o, t, ID_EVENT, cp->arm[a]);
+            evt_pr(o, ");\n");
+        }
         evt_pr(o, "    }\n");
     }
     evt_pr(o, "    if (EVT_LEADER) {\n        evt_chaos(C, W); /* chaos: delay before notifies */\n");
@@ -259,17 +321,78 @@ static void emit_call(evt_printer *o, const evt_plan *p, const evt_call *c, evt_
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_NOTIFY) continue;
         int ev = e->event->id;
-        evt_pr(o, "      { /* notify %s */\n", e->event->name);
-        open_fors(o, c, e, "        ");
-        elem_of(o, c, e, "        ", "return;", 1);
-        if (p->ev[ev].ntrigger_consumers)
-            evt_pr(o, "        if (evt_signal(C, W, elem, 1)) evt_trig_%d(C, W, elem - C->ev_base[%d]);\n", ev, ev);
-        else
+        evt_pr(o, "      { /* notify */\n");
+        open_fors(o, c, e, "        ", t);
+        elem_of(o, c, e, "        ", "return;", 1, t);
+        if (p->ev[ev].ntrigger_consumers) {
+            evt_pr(o, "        if (evt_signal(C, W, elem, 1)) evt_trig(C, W, ");
+            id(o, t, ID_EVENT, ev);
+            evt_pr(o, ", elem - C->ev_base[");
+            id(o, t, ID_EVENT, ev);
+            evt_pr(o, "]);\n");
+        } else {
             evt_pr(o, "        evt_signal(C, W, elem, 1);\n");
+        }
         close_fors(o, e, "        ");
         evt_pr(o, "      }\n");
     }
     evt_pr(o, "    }\n}\n\n");
+}
+
+/* One function per distinct call body; calls[i] -> template tpl[i] and its
+ * id row (offset off[i] in one constant table). */
+static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
+{
+    const evt_graph *g = p->g;
+    int nc = g->ncalls, ntpl = 0;
+    char **bodies = calloc(nc + 1, sizeof *bodies);
+    int *tpl = calloc(nc + 1, sizeof *tpl), *off = calloc(nc + 2, sizeof *off), *rows = NULL, nrows = 0;
+    ids *t = calloc(1, sizeof *t);
+    if (!bodies || !tpl || !off || !t) { free(bodies); free(tpl); free(off); free(t); return; }
+    for (int c = 0; c < nc; c++) {
+        memset(t, 0, sizeof *t);
+        t->slots = 1;
+        evt_printer b = {0};
+        emit_call_body(&b, p, g->calls[c], tgt, t);
+        int found = -1;
+        for (int k = 0; k < ntpl && found < 0; k++) if (!strcmp(bodies[k], b.buf)) found = k;
+        if (found < 0) {
+            found = ntpl;
+            bodies[ntpl++] = b.buf;
+            evt_pr(o, "/* template %d: first used by call %s = %s */\n", found, g->calls[c]->name, g->calls[c]->op);
+            evt_pr(o, "EVT_NOINLINE void evt_tpl_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
+                      "const int32_t *I)\n%s", found, b.buf);
+        } else {
+            evt_pr_free(&b);
+        }
+        tpl[c] = found;
+        off[c] = nrows;
+        int *r = realloc(rows, (nrows + t->n + 1) * sizeof *rows);
+        if (!r) break;
+        rows = r;
+        for (int k = 0; k < t->n; k++) rows[nrows++] = t->value[k];
+    }
+    /* the id rows of every call, in one constant table */
+    evt_pr(o, "EVT_CONST_TABLE int32_t evt_call_ids[%d] = {", nrows + 1);
+    for (int k = 0; k < nrows; k++) evt_pr(o, "%s%d", !k ? "\n    " : k % 16 ? ", " : ",\n    ", rows[k]);
+    evt_pr(o, "%s0};\n\n", nrows ? ", " : "");
+    evt_pr(o, "EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext)\n{\n");
+    evt_pr(o, "    switch (call) { /* %d calls share %d templates */\n", nc, ntpl);
+    for (int c = 0; c < nc; c++)
+        evt_pr(o, "    case %d: evt_tpl_%d(C, W, lin, qext, evt_call_ids + %d); break;\n", c, tpl[c], off[c]);
+    evt_pr(o, "    default: break;\n    }\n}\n\n");
+    for (int k = 0; k < ntpl; k++) free(bodies[k]);
+    free(bodies); free(tpl); free(off); free(rows); free(t);
+}
+
+/* evt_arm / evt_trig: by event id, for the templates */
+static void emit_event_switches(evt_printer *o, const evt_plan *p)
+{
+    const evt_graph *g = p->g;
+    evt_pr(o, "EVT_NOINLINE void evt_arm(const evt_ctx *C, evt_worker *W, int ev)\n{\n    switch (ev) {\n");
+    for (int ev = 0; ev < g->nevents; ev++)
+        if (p->ev[ev].kind == EVT_COUNT_DATA) evt_pr(o, "    case %d: evt_arm_%d(C, W); break;\n", ev, ev);
+    evt_pr(o, "    default: (void)C; (void)W; break;\n    }\n}\n\n");
 }
 
 evt_status evt_emit_program(const evt_plan *p, evt_printer *o, evt_target tgt, evt_diag *d)
@@ -291,17 +414,13 @@ evt_status evt_emit_program(const evt_plan *p, evt_printer *o, evt_target tgt, e
         }
     }
     evt_pr(o, "#include \"device/evt_maps.h\"\n\n");
-    for (int ev = 0; ev < g->nevents; ev++)
-        if (p->ev[ev].ntrigger_consumers) emit_trigger_credit(o, p, ev);
+    emit_trigger_credit(o, p);
     for (int ev = 0; ev < g->nevents; ev++)
         if (p->ev[ev].kind == EVT_COUNT_DATA) emit_arm(o, p, ev);
-    for (int c = 0; c < g->ncalls; c++) emit_call(o, p, g->calls[c], tgt);
-    evt_pr(o, "EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext)\n{\n");
-    evt_pr(o, "    switch (call) {\n");
-    for (int c = 0; c < g->ncalls; c++) evt_pr(o, "    case %d: evt_call_%d(C, W, lin, qext); break;\n", c, c);
-    evt_pr(o, "    default: break;\n    }\n}\n\n");
+    emit_event_switches(o, p);
+    emit_calls(o, p, tgt);
     evt_pr(o, "EVT_DEV void evt_arm_inputs(const evt_ctx *C, evt_worker *W)\n{\n    (void)C; (void)W;\n");
-    for (int i = 0; i < p->narm_inputs; i++) evt_pr(o, "    evt_arm_%d(C, W);\n", p->arm_inputs[i]);
+    for (int i = 0; i < p->narm_inputs; i++) evt_pr(o, "    evt_arm(C, W, %d);\n", p->arm_inputs[i]);
     evt_pr(o, "}\n\n");
     evt_pr(o, "#include \"device/evt_loop.h\"\n\n");
     return EVT_OK;
