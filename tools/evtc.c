@@ -35,6 +35,7 @@ typedef struct cli {
     int check, counts, repeat;
     /* decode */
     const char *model, *dump, *emit_program;
+    int emit_only;
     long long batch, ctx, steps, splits, page;
 } cli;
 
@@ -52,7 +53,7 @@ static int usage(const char *msg)
             "                [--early-push] [--pop-batch K] [--repeat N] [--trust-counts]\n"
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused] [--check] [--dump DIR]\n"
-            "                [--emit-program FILE] [--splits N] [--page N] [--workers N] [--seed S]\n");
+            "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--workers N] [--seed S]\n");
     return 2;
 }
 
@@ -107,6 +108,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--check")) c->check = 1;
+        else if (!strcmp(a, "--emit-only")) c->emit_only = 1;
         else if (!strcmp(a, "--counts")) c->counts = 1;
         else if (!strcmp(a, "--exact")) c->run.exact_shape = 1;
         else if (!strcmp(a, "--early-push")) c->run.early_push = 1;
@@ -339,6 +341,7 @@ static int cmd_decode(cli *c)
         if (f) fclose(f);
         free(text);
         if (!ok) { fprintf(stderr, "evtc: cannot write %s\n", c->emit_program); report(&d); evt_diag_free(&d); return 1; }
+        if (c->emit_only) { evt_diag_free(&d); return 0; }
     }
     evt_decode_result r;
     evt_status st = evt_decode(&o, &r, &d);
