@@ -172,12 +172,11 @@ EVT_PROTO int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int
 
 /* ---- ready queue ---------------------------------------------------- */
 
-/* Leader only. Never fails: the ring holds every task and sentinel of a
- * launch, so the slot is free (its previous lap was consumed). */
-EVT_PROTO int evt_push(const evt_ctx *C, int64_t task)
+/* Fills ring position pos with task once the slot is free (its previous
+ * lap consumed; the ring holds every task of a launch, so it soon is). */
+EVT_DEV int evt_ring_put(const evt_ctx *C, int64_t pos, int64_t task)
 {
     evt_ring *r = C->ring;
-    int64_t pos = evt_add64_relaxed(&r->enq, 1);
     evt_ring_slot *s = &r->slots[pos & r->mask];
     uint32_t backoff = 32;
     while (evt_load64_acquire(&s->seq) != pos) {
@@ -188,6 +187,12 @@ EVT_PROTO int evt_push(const evt_ctx *C, int64_t task)
     s->val = task;
     evt_store64_release(&s->seq, pos + 1);
     return 0;
+}
+
+/* Leader only. One fetch-add reserves the position. */
+EVT_PROTO int evt_push(const evt_ctx *C, int64_t task)
+{
+    return evt_ring_put(C, evt_add64_relaxed(&C->ring->enq, 1), task);
 }
 
 /* Leader only. Takes the next ticket (C->pop_batch of them per fetch-add)

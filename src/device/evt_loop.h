@@ -53,8 +53,13 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
 EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
 {
     if (evt_dynamic_goal(C) == 0) return; /* no task at this shape */
-    if (EVT_LEADER)
-        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) evt_push(C, C->seeds[k]);
+    if (EVT_LEADER) {
+        /* this worker's seeds: one fetch-add reserves all their positions */
+        int64_t mine = 0;
+        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) mine++;
+        int64_t pos = mine ? evt_add64_relaxed(&C->ring->enq, mine) : 0;
+        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) evt_ring_put(C, pos++, C->seeds[k]);
+    }
     for (;;) {
         if (EVT_LEADER) {
             int64_t task = EVT_RING_EXIT;

@@ -266,7 +266,6 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         }
         evt_pr(o, "        }\n");
     }
-    evt_pr(o, "        if (evt_aborted(C)) { W->skip = 1; goto waits_done; }\n");
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_WAIT) continue;

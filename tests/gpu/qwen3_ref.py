@@ -16,7 +16,10 @@ Reference 1 (always): a hand-written model with the rounding points of
 src/tiles/llm.c (bf16 storage, f32 math, each tile rounds its output once).
 Reference 2 (if `transformers` with Qwen3 is importable): Qwen3ForCausalLM
 loaded with the dumped weights, step 0 only (its own bf16 rounding points).
-Exit status: 1 if the hand-written reference's step-0 logits rel-err > tol or
+Exit status: 1 if the hand-written reference's step-0 logits rel-err exceeds
+max(tol, 1.25 x the rel-err between HF transformers and the hand-written model
+on the same weights: two PyTorch implementations set the noise floor of bf16
+arithmetic at this depth) or
 its argmax agreement (near-ties counted as agreeing) < agree; 2 on bad input.
 """
 import json
@@ -234,6 +237,7 @@ def main():
     print(f"  hand-written ref: step-0 logits rel.err {err0:.3e} (tol {tol:g}); argmax agreement {agree}/{total} "
           f"= {100.0 * agree / total:.1f}% ({tie_ok}/{total} = {100.0 * tie_ok / total:.1f}% counting near-ties)")
     hf_msg = ""
+    hf_vs_hand = None
     if "--no-hf" not in opts:
         try:
             kc = [k.clone() for k in kc0]
@@ -246,11 +250,19 @@ def main():
         else:
             r0 = Ref(c, W, ps, mp).step(tok0, pos0, bt, [k.clone() for k in kc0], [v.clone() for v in vc0])
             hp = hl.float().argmax(-1)
+            hf_vs_hand = relerr(r0, hl)
             hf_msg = (f"  HF reference ({msg}, eager, bf16): step-0 logits rel.err vs evtc {relerr(step0['logits'], hl):.3e}, "
                       f"vs hand-written {relerr(r0, hl):.3e}; step-0 argmax agreement with evtc "
                       f"{int((hp == toks[0]).sum())}/{B}")
         print(hf_msg)
-    ok = err0 <= tol and tie_ok >= agree_min * total
+    # bf16 rounding differences grow with depth: two PyTorch implementations of
+    # the same model (HF and hand-written) disagree by hf_vs_hand. evtc passes
+    # when it is no further from the hand-written one than that (x1.25), or
+    # within tol, whichever is looser.
+    bound = tol if hf_vs_hand is None else max(tol, 1.25 * hf_vs_hand)
+    if bound > tol:
+        print(f"  logits tolerance {bound:.3e}: 1.25 x the HF/hand-written disagreement ({hf_vs_hand:.3e})")
+    ok = err0 <= bound and tie_ok >= agree_min * total
     print(f"  {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
