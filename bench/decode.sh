@@ -6,7 +6,8 @@
 #
 # For each model and batch (ctx 512):
 #   - evtc decode --backend cuda --sched static|dynamic|unfused: ms/token as the
-#     driver prints it (mean over steps after the first), weight bytes per step
+#     driver prints it (20 back-to-back launches of one step, CUDA events),
+#     weight bytes per step
 #   - the PyTorch peers (bench/peers/torch_qwen3.py: HF + torch.compile CUDA
 #     graphs if transformers is installed; hand-written model in a CUDA graph)
 #   - the bandwidth floor: weight bytes per step / cudaMemcpy D2D bandwidth
@@ -45,8 +46,9 @@ SEC=$LOG/decode_results.md
     echo
     echo "Device: $DEV. cudaMemcpy D2D bandwidth (read + write): ${COPY} GB/s. Command: \`bench/decode.sh\`"
     echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" CTX=$CTX STEPS=$STEPS; commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), working tree may differ)."
-    echo "evtc: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched S\` (driver's ms/token: mean over steps after"
-    echo "the first). Floor: weight bytes per step / copy bandwidth. Kernel-by-kernel: sum of bench/tiles per-tile kernel times"
+    echo "evtc: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched S\` (on the GPU the driver's ms/token"
+    echo "is 20 back-to-back launches of one decode step timed with CUDA events, tensors resident on the device)."
+    echo "Floor: weight bytes per step / copy bandwidth. Kernel-by-kernel: sum of bench/tiles per-tile kernel times"
     echo "(CUDA events around back-to-back launches, best of 5 x 20; launch gaps not included). ms per token = ms per step."
     echo
     echo "| model | B | evtc static | evtc dynamic | evtc unfused | torch peers | kernel-by-kernel | floor |"

@@ -110,8 +110,11 @@ typedef struct evt_worker {
     int64_t entry;     /* broadcast: next queue entry (-1 none, -2 exit) */
     int64_t ticket;    /* leader: next ticket of the current batch */
     int32_t tickets_left, completed; /* leader: batch left; unreported completions */
+    int32_t nfan;      /* broadcast: completed elements whose consumers the block credits */
+    int64_t fan[8];
     int64_t scratch[4];
     evt_task_args args; /* broadcast: the current task's arguments */
+    evt_task_args pargs; /* leader: arguments of the task whose weights it prefetches */
 } evt_worker;
 
 EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_flag) != 0; }
@@ -275,10 +278,28 @@ EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t 
     int32_t now = evt_add_acq_rel(&C->counters[elem], delta) + delta;
     if (now != C->target[elem]) return 0;
     /* with early push, static elements credited their consumers at dispatch */
-    if (C->mode == EVT_MODE_DYNAMIC && !(C->early_push && C->target[elem] != EVT_DATA_TARGET))
-        for (int64_t k = C->cons_off[elem]; k < C->cons_off[elem + 1]; k++)
-            evt_credit(C, W, C->cons[k]);
+    if (C->mode == EVT_MODE_DYNAMIC && !(C->early_push && C->target[elem] != EVT_DATA_TARGET)) {
+        /* many consumers (a barrier-like event): the whole block credits them
+           after the task (evt_fan_out); a few: the leader does it now */
+        if (C->cons_off[elem + 1] - C->cons_off[elem] > 4 && W->nfan < 8) W->fan[W->nfan++] = elem;
+        else
+            for (int64_t k = C->cons_off[elem]; k < C->cons_off[elem + 1]; k++)
+                evt_credit(C, W, C->cons[k]);
+    }
     return 1;
+}
+
+/* All threads, after a task: credit the consumers of the elements the leader
+ * recorded (W->nfan was published by the barrier before). */
+EVT_DEV void evt_fan_out(const evt_ctx *C, evt_worker *W)
+{
+    if (!W->nfan) return;
+    for (int f = 0; f < W->nfan; f++) {
+        int64_t lo = C->cons_off[W->fan[f]], n = C->cons_off[W->fan[f] + 1] - lo;
+        for (int64_t k = EVT_TID; k < n; k += EVT_NTHREADS) evt_credit(C, W, C->cons[lo + k]);
+    }
+    EVT_SYNC();
+    if (EVT_LEADER) W->nfan = 0;
 }
 
 /* Early push (papers/000 appendix E), leader only: a producer of static

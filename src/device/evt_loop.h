@@ -1,6 +1,7 @@
 /* evt_loop.h — the persistent worker loop, written once for both targets.
  *
- * Included by generated code after it has defined:
+ * Included by generated code after it has defined evt_prefetch_dispatch
+ * (the prefetch hook of a queue entry, leader only) and:
  *   EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call,
  *                             int64_t lin, const int64_t *qext);
  *       runs one task: guard, waits, tile, arming, notifies (all threads).
@@ -45,6 +46,12 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
        passed after reading them. An aborted launch skips its remaining tasks
        at their first wait check. */
     for (int64_t k = C->q_off[W->id]; k < C->q_off[W->id + 1]; k++) {
+        /* lookahead: start pulling the next task's weights into L2 now, so
+           they stream while this task waits on its inputs */
+        if (EVT_LEADER && k + 1 < C->q_off[W->id + 1]) {
+            uint32_t n = C->q[k + 1];
+            evt_prefetch_dispatch(C, W, (int)(n >> EVT_QCALL_SHIFT), (int64_t)(n & EVT_QINDEX_MASK), C->qext);
+        }
         uint32_t e = C->q[k];
         evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
     }
@@ -73,6 +80,7 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
         int call = evt_call_of_task(C, task);
         evt_dispatch(C, W, call, task - C->task_base[call], C->ext);
         EVT_SYNC(); /* W->entry is rewritten only after everyone read it */
+        evt_fan_out(C, W); /* credits pushed before this task counts as done */
         if (EVT_LEADER) {
             W->completed++;
             if (W->tickets_left == 0) evt_flush_completions(C, W);
@@ -89,10 +97,13 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
         W->task = -1;
         W->tickets_left = 0;
         W->completed = 0;
+        W->nfan = 0;
     }
     EVT_SYNC();
     if (worker_id == 0) {
         evt_arm_inputs(C, W);
+        EVT_SYNC();
+        evt_fan_out(C, W);
         /* arming input events was the launch's extra "seed" (dynamic) */
         if (EVT_INPUT_ARMING && C->mode == EVT_MODE_DYNAMIC && EVT_LEADER) {
             W->completed++;
