@@ -114,7 +114,6 @@ typedef struct evt_worker {
     int64_t fan[8];
     int64_t scratch[4];
     evt_task_args args; /* broadcast: the current task's arguments */
-    evt_task_args pargs; /* leader: arguments of the task whose weights it prefetches */
 } evt_worker;
 
 EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_flag) != 0; }

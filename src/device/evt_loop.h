@@ -1,7 +1,6 @@
 /* evt_loop.h — the persistent worker loop, written once for both targets.
  *
- * Included by generated code after it has defined evt_prefetch_dispatch
- * (the prefetch hook of a queue entry, leader only) and:
+ * Included by generated code after it has defined:
  *   EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call,
  *                             int64_t lin, const int64_t *qext);
  *       runs one task: guard, waits, tile, arming, notifies (all threads).
@@ -46,12 +45,6 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
        passed after reading them. An aborted launch skips its remaining tasks
        at their first wait check. */
     for (int64_t k = C->q_off[W->id]; k < C->q_off[W->id + 1]; k++) {
-        /* lookahead: start pulling the next task's weights into L2 now, so
-           they stream while this task waits on its inputs */
-        if (EVT_LEADER && k + 1 < C->q_off[W->id + 1]) {
-            uint32_t n = C->q[k + 1];
-            evt_prefetch_dispatch(C, W, (int)(n >> EVT_QCALL_SHIFT), (int64_t)(n & EVT_QINDEX_MASK), C->qext);
-        }
         uint32_t e = C->q[k];
         evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
     }

@@ -233,20 +233,6 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
     evt_pr(o, "        A->ntensors = %d; A->nints = %d;\n", nt, ni);
 }
 
-/* Prefetch-only body (static lookahead): decode, guard, arguments, hook. */
-static void emit_prefetch_body(evt_printer *o, const evt_call *c, const evt_tile_decl *decl, ids *t)
-{
-    evt_pr(o, "{\n    int64_t v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
-    decode(o, c, "qext", t);
-    evt_pr(o, "    const int64_t *X = C->ext + ");
-    id(o, t, ID_CALL, c->id);
-    evt_pr(o, " * 4;\n    if (");
-    for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
-    evt_pr(o, ") return;\n    {\n");
-    emit_args(o, c, "W->pargs", t);
-    evt_pr(o, "        %s_prefetch_cuda(A);\n    }\n}\n\n", decl->name);
-}
-
 /* The body of call c's function, with ids as slots of t (see ids). */
 static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c, evt_target tgt, ids *t)
 {
@@ -366,7 +352,6 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
     int nc = g->ncalls, ntpl = 0;
     char **bodies = calloc(nc + 1, sizeof *bodies);
     int *tpl = calloc(nc + 1, sizeof *tpl), *off = calloc(nc + 2, sizeof *off), *rows = NULL, nrows = 0;
-    int *pfs = calloc(nc + 1, sizeof *pfs);
     ids *t = calloc(1, sizeof *t);
     if (!bodies || !tpl || !off || !t) { free(bodies); free(tpl); free(off); free(t); return; }
     for (int c = 0; c < nc; c++) {
@@ -374,10 +359,6 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
         t->slots = 1;
         evt_printer b = {0};
         emit_call_body(&b, p, g->calls[c], tgt, t);
-        const evt_call_plan *cp = &p->call[c];
-        int has_pf = tgt == EVT_TARGET_CUDA && g->calls[c]->prefetch && cp->decl && cp->decl->has_prefetch;
-        evt_printer pf = {0};
-        if (has_pf) emit_prefetch_body(&pf, g->calls[c], cp->decl, t); /* same slots as the body */
         int found = -1;
         for (int k = 0; k < ntpl && found < 0; k++) if (!strcmp(bodies[k], b.buf)) found = k;
         if (found < 0) {
@@ -386,14 +367,9 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
             evt_pr(o, "/* template %d: first used by call %s = %s */\n", found, g->calls[c]->name, g->calls[c]->op);
             evt_pr(o, "EVT_NOINLINE void evt_tpl_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
                       "const int32_t *I)\n%s", found, b.buf);
-            if (has_pf)
-                evt_pr(o, "EVT_NOINLINE void evt_tplp_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
-                          "const int32_t *I)\n%s", found, pf.buf);
         } else {
             evt_pr_free(&b);
         }
-        evt_pr_free(&pf);
-        pfs[c] = has_pf;
         tpl[c] = found;
         off[c] = nrows;
         int *r = realloc(rows, (nrows + t->n + 1) * sizeof *rows);
@@ -410,14 +386,8 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
     for (int c = 0; c < nc; c++)
         evt_pr(o, "    case %d: evt_tpl_%d(C, W, lin, qext, evt_call_ids + %d); break;\n", c, tpl[c], off[c]);
     evt_pr(o, "    default: break;\n    }\n}\n\n");
-    evt_pr(o, "/* leader only: the prefetch hook of a queue entry (static lookahead) */\n");
-    evt_pr(o, "EVT_DEV void evt_prefetch_dispatch(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext)\n{\n");
-    evt_pr(o, "    switch (call) {\n");
-    for (int c = 0; c < nc; c++)
-        if (pfs && pfs[c]) evt_pr(o, "    case %d: evt_tplp_%d(C, W, lin, qext, evt_call_ids + %d); break;\n", c, tpl[c], off[c]);
-    evt_pr(o, "    default: (void)C; (void)W; (void)lin; (void)qext; break;\n    }\n}\n\n");
     for (int k = 0; k < ntpl; k++) free(bodies[k]);
-    free(bodies); free(tpl); free(off); free(rows); free(t); free(pfs);
+    free(bodies); free(tpl); free(off); free(rows); free(t);
 }
 
 /* evt_arm / evt_trig: by event id, for the templates */
