@@ -44,9 +44,16 @@ EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return evt_aref32(*p).compare_exchange_strong(expect, desired, cuda::memory_order_acq_rel); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p).fetch_add(v, cuda::memory_order_relaxed); }
-/* Release add whose result nobody waits for: a reduction, no round trip. */
-EVT_DEV void evt_red_release(int32_t *p, int32_t v)
-{ asm volatile("red.release.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
+/* Notifies: the leader issues ONE release fence per task (evt_notify_fence)
+ * and then relaxed adds, instead of a release (a fence) per element: a task
+ * of a linear layer notifies one element per batch row. A relaxed add after
+ * a release fence is a release pattern (PTX memory model); later adds by other
+ * workers continue its release sequence. */
+EVT_DEV void evt_notify_fence(void) { __threadfence(); }
+EVT_DEV void evt_red_notify(int32_t *p, int32_t v)
+{ asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
+EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
+EVT_DEV void evt_acquire_fence(void) { __threadfence(); }
 EVT_DEV void evt_fence(void) { __threadfence(); }
 EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
@@ -76,7 +83,12 @@ EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-EVT_DEV void evt_red_release(int32_t *p, int32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELEASE); }
+/* CPU: per-operation release / acq_rel (cheap on x86, and what
+   ThreadSanitizer models; it does not model standalone fences) */
+EVT_DEV void evt_notify_fence(void) { }
+EVT_DEV void evt_red_notify(int32_t *p, int32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELEASE); }
+EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
+EVT_DEV void evt_acquire_fence(void) { }
 EVT_DEV void evt_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 EVT_DEV uint64_t evt_now_ns(void)
 {
@@ -265,17 +277,18 @@ EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
     (void)W;
 }
 
-/* Leader only. Adds `delta` to a counter; if that completes it (dynamic mode),
+/* Leader only, after evt_notify_fence(). Adds `delta` to a counter; if that completes it (dynamic mode),
  * credits its consumers found through the bind-time consumer lists. Returns 1
  * when this add completed the element (callers then credit trigger ranges). */
 EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t delta)
 {
     if (C->mode != EVT_MODE_DYNAMIC) { /* static: nobody acts on completion */
-        evt_red_release(&C->counters[elem], delta);
+        evt_red_notify(&C->counters[elem], delta);
         return 0;
     }
-    int32_t now = evt_add_acq_rel(&C->counters[elem], delta) + delta;
+    int32_t now = evt_add_notify(&C->counters[elem], delta) + delta;
     if (now != C->target[elem]) return 0;
+    evt_acquire_fence(); /* the completer reads what the other producers wrote (indptr) */
     /* with early push, static elements credited their consumers at dispatch */
     if (C->mode == EVT_MODE_DYNAMIC && !(C->early_push && C->target[elem] != EVT_DATA_TARGET)) {
         /* many consumers (a barrier-like event): the whole block credits them

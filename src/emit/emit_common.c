@@ -204,6 +204,7 @@ static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
     }
     evt_pr(o, "    EVT_SYNC();\n    if (EVT_LEADER) {\n");
     evt_pr(o, "        int64_t n = C->ev_base[%d] - C->ev_base[%d];\n", ev + 1, ev);
+    evt_pr(o, "        evt_notify_fence();\n");
     evt_pr(o, "        for (int64_t x = 0; x < n; x++) {\n");
     evt_pr(o, "            int32_t h = evt_load_relaxed(&H[x]);\n            evt_store_relaxed(&H[x], 0);\n");
     evt_pr(o, "            if (evt_signal(C, W, C->ev_base[%d] + x, EVT_DATA_TARGET - h)) {%s}\n", ev,
@@ -322,6 +323,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         evt_pr(o, "    }\n");
     }
     evt_pr(o, "    if (EVT_LEADER) {\n        evt_chaos(C, W); /* chaos: delay before notifies */\n");
+    evt_pr(o, "        evt_notify_fence(); /* one release for all of this task's notifies */\n");
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_NOTIFY) continue;
