@@ -209,12 +209,9 @@ static void unfused_graph(void **state)
 static void artifacts(void **state)
 {
     (void)state;
-    FILE *f = fopen("examples/moe_toy.evt", "rb");
-    char text[8192];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = 0;
-    fclose(f);
+    char *text = h_read_file("examples/moe_toy.evt");
     evt_module *m = h_build(text);
+    free(text);
     char path[64];
     snprintf(path, sizeof path, "/tmp/evt-art-%d.evtm", (int)getpid());
     evt_diag d;

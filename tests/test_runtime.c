@@ -74,12 +74,9 @@ static void examples_all_schedules(void **state)
     assert_int_equal(glob("examples/*.evt", 0, NULL, &gl), 0);
     assert_true(gl.gl_pathc >= 5);
     for (size_t i = 0; i < gl.gl_pathc; i++) {
-        FILE *f = fopen(gl.gl_pathv[i], "rb");
-        char text[16384];
-        size_t n = fread(text, 1, sizeof text - 1, f);
-        text[n] = 0;
-        fclose(f);
+        char *text = h_read_file(gl.gl_pathv[i]);
         evt_module *m = h_build(text);
+        free(text);
         for (int s = 0; s < 4; s++)
             for (int w = 1; w <= 9; w += 4) {
                 evt_run_opts o = {.workers = w, .chaos = (uint32_t)(s * 7 + w), .chaos_max_ns = 5000, .timeout_s = 60};
@@ -102,12 +99,9 @@ static void examples_all_schedules(void **state)
 static void changing_shapes(void **state)
 {
     (void)state;
-    FILE *f = fopen("examples/split_rowsum.evt", "rb");
-    char text[4096];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = 0;
-    fclose(f);
+    char *text = h_read_file("examples/split_rowsum.evt");
     evt_module *m = h_build(text);
+    free(text);
     setenv("CC", "false", 1); /* any compilation from here on would fail */
     uint32_t r = 99;
     for (int it = 0; it < 60; it++) {

@@ -28,17 +28,7 @@
 #include "tiles/llm.cuh"
 
 extern "C" {
-void evt_tile_embed(const evt_task_args *a);
-void evt_tile_rmsnorm(const evt_task_args *a);
-void evt_tile_linear(const evt_task_args *a);
-void evt_tile_linear_res(const evt_task_args *a);
-void evt_tile_mlp_up(const evt_task_args *a);
-void evt_tile_q_rope(const evt_task_args *a);
-void evt_tile_k_rope_append(const evt_task_args *a);
-void evt_tile_attn_split(const evt_task_args *a);
-void evt_tile_attn_merge(const evt_task_args *a);
-void evt_tile_argmax_part(const evt_task_args *a);
-void evt_tile_argmax_final(const evt_task_args *a);
+#include "tiles/tiles_cpu.h" /* the C references */
 }
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)

@@ -28,16 +28,6 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static evt_status write_file(const char *path, const void *data, size_t len, evt_diag *d)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, len, f) != len) {
-        if (f) fclose(f);
-        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
-    }
-    if (fclose(f)) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
-    return EVT_OK;
-}
 
 static evt_status make_tmpdir(evt_variant *v, evt_diag *d)
 {
@@ -60,7 +50,7 @@ static evt_status cpu_build(evt_module *m, evt_variant *v, evt_diag *d)
     snprintf(src, sizeof src, "%s/kernel.c", v->tmpdir);
     snprintf(so, sizeof so, "%s/kernel.so", v->tmpdir);
     snprintf(log, sizeof log, "%s/cc.log", v->tmpdir);
-    if ((st = write_file(src, v->source, strlen(v->source), d))) return st;
+    if ((st = evt_write_file(src, v->source, strlen(v->source), d))) return st;
     const char *cc = getenv("CC");
     const char *extra = getenv("EVT_CFLAGS");
     snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -fPIC -shared -D_GNU_SOURCE -I'%s' %s '%s' -o '%s' > '%s' 2>&1",
@@ -89,7 +79,7 @@ static evt_status cpu_load(evt_module *m, evt_variant *v, evt_diag *d)
     if (st) return st;
     char so[300];
     snprintf(so, sizeof so, "%s/loaded.so", v->tmpdir);
-    if ((st = write_file(so, v->code, v->code_len, d))) return st;
+    if ((st = evt_write_file(so, v->code, v->code_len, d))) return st;
     v->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!v->handle) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot load generated code: %s", dlerror());
     v->entry = dlsym(v->handle, "evt_worker_entry");

@@ -219,16 +219,6 @@ static int block_threads(const evt_plan *p)
     return (t + 31) / 32 * 32;
 }
 
-static evt_status write_file(const char *path, const void *data, size_t len, evt_diag *d)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, len, f) != len) {
-        if (f) fclose(f);
-        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
-    }
-    if (fclose(f)) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
-    return EVT_OK;
-}
 
 static void rm_tmp(const char *dir)
 {
@@ -255,7 +245,7 @@ static evt_status cuda_build(evt_module *m, evt_variant *v, evt_diag *d)
     snprintf(key, sizeof key, "nvcc -cubin sm_90a -std=c++17 -O3 -lineinfo -DEVT_BLOCK_THREADS=%d %s abi %d headers %s",
              block_threads(v->p), extra ? extra : "", EVT_ABI_VERSION, stamp);
     if (evt_kcache_get("cubin", v->source, key, &v->code, &v->code_len)) { rm_tmp(dir); return EVT_OK; }
-    evt_status st = write_file(src, v->source, strlen(v->source), d);
+    evt_status st = evt_write_file(src, v->source, strlen(v->source), d);
     if (st) { rm_tmp(dir); return st; }
     snprintf(cmd, sizeof cmd,
              "'%s' -cubin -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -DEVT_BLOCK_THREADS=%d "

@@ -31,6 +31,17 @@ const char *evt_src_dir(void)
 #endif
 }
 
+evt_status evt_write_file(const char *path, const void *data, size_t len, evt_diag *d)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, len, f) != len) {
+        if (f) fclose(f);
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
+    }
+    if (fclose(f)) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write %s", path);
+    return EVT_OK;
+}
+
 evt_status evt_variant_prepare(evt_module *m, evt_variant *v, evt_graph *g, evt_diag *d)
 {
     v->g = g;

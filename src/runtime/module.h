@@ -66,6 +66,9 @@ evt_status evt_variant_prepare(evt_module *m, evt_variant *v, evt_graph *g, evt_
 evt_status evt_trace_write(const char *path, const evt_bound *b, const uint64_t *ts, const int32_t *worker,
                            const char *label, evt_diag *d);
 
+/* Writes len bytes to path (EVT_ERR_IO with the path on failure). */
+evt_status evt_write_file(const char *path, const void *data, size_t len, evt_diag *d);
+
 /* Directory of the device and tile headers generated code includes. */
 const char *evt_src_dir(void);
 

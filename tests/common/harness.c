@@ -52,6 +52,20 @@ evt_status h_run_check(evt_module *m, int nsets, const char *const *sets, const 
     return st;
 }
 
+char *h_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc(n + 1);
+    size_t got = fread(buf, 1, n, f);
+    buf[got] = 0;
+    fclose(f);
+    return buf;
+}
+
 int h_trace_load(const char *path, h_trace *out)
 {
     memset(out, 0, sizeof *out);

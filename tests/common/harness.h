@@ -21,6 +21,9 @@ evt_module *h_try_build(const char *text, const evt_compile_opts *o, char **msg)
 evt_status h_run_check(evt_module *m, int nsets, const char *const *sets, const evt_run_opts *o,
                        uint64_t seed, char **msg);
 
+/* The whole file as a malloc'd string (fails the test if unreadable). */
+char *h_read_file(const char *path);
+
 /* A trace read back: one entry per executed task. */
 typedef struct h_task { char name[96]; double ts, end; int tid; } h_task;
 typedef struct h_trace { h_task *t; int n; } h_trace;
