@@ -52,32 +52,33 @@ evt_status h_run_check(evt_module *m, int nsets, const char *const *sets, const 
     return st;
 }
 
-char *h_read_file(const char *path)
+/* The whole file, NUL-terminated (malloc'd), or NULL. */
+static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot read %s", path);
+    if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
     char *buf = malloc(n + 1);
-    size_t got = fread(buf, 1, n, f);
-    buf[got] = 0;
+    size_t got = buf ? fread(buf, 1, n, f) : 0;
+    if (buf) buf[got] = 0;
     fclose(f);
     return buf;
+}
+
+char *h_read_file(const char *path)
+{
+    char *s = slurp(path);
+    if (!s) fail_msg("cannot read %s", path);
+    return s;
 }
 
 int h_trace_load(const char *path, h_trace *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return 1;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc(n + 1);
-    size_t got = fread(buf, 1, n, f);
-    buf[got] = 0;
-    fclose(f);
+    char *buf = slurp(path);
+    if (!buf) return 1;
     cJSON *root = cJSON_Parse(buf);
     free(buf);
     if (!root) return 2;
