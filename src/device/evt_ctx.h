@@ -38,7 +38,6 @@ enum {
     EVT_KERR_WAIT_TIMEOUT = 1,   /* a wait spun past the watchdog bound */
     EVT_KERR_QUEUE_TIMEOUT = 2,  /* dynamic: no ready task for too long */
     EVT_KERR_BAD_INDEX = 3,      /* a map produced an event index out of range */
-    EVT_KERR_QUEUE_FULL = 4,
     EVT_KERR_INCOMPLETE = 5,     /* launch ended with a counter off its target */
 };
 

@@ -37,10 +37,7 @@ EVT_DEV void evt_store_relaxed(int32_t *p, int32_t v) { evt_aref32(*p).store(v, 
 EVT_DEV int32_t evt_add_acq_rel(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_acq_rel); }
 EVT_DEV int32_t evt_add_relaxed(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
 EVT_DEV int64_t evt_load64_acquire(int64_t *p) { return evt_aref64(*p).load(cuda::memory_order_acquire); }
-EVT_DEV int64_t evt_load64_relaxed(int64_t *p) { return evt_aref64(*p).load(cuda::memory_order_relaxed); }
 EVT_DEV void evt_store64_release(int64_t *p, int64_t v) { evt_aref64(*p).store(v, cuda::memory_order_release); }
-EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
-{ return evt_aref64(*p).compare_exchange_strong(expect, desired, cuda::memory_order_relaxed); }
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return evt_aref32(*p).compare_exchange_strong(expect, desired, cuda::memory_order_acq_rel); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p).fetch_add(v, cuda::memory_order_relaxed); }
@@ -76,10 +73,7 @@ EVT_DEV void evt_store_relaxed(int32_t *p, int32_t v) { __atomic_store_n(p, v, _
 EVT_DEV int32_t evt_add_acq_rel(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 EVT_DEV int32_t evt_add_relaxed(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 EVT_DEV int64_t evt_load64_acquire(int64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-EVT_DEV int64_t evt_load64_relaxed(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 EVT_DEV void evt_store64_release(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-EVT_DEV int evt_cas64(int64_t *p, int64_t expect, int64_t desired)
-{ return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED); }
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
@@ -124,7 +118,6 @@ typedef struct evt_worker {
     int32_t tickets_left, completed; /* leader: batch left; unreported completions */
     int32_t nfan;      /* broadcast: completed elements whose consumers the block credits */
     int64_t fan[8];
-    int64_t scratch[4];
     evt_task_args args; /* broadcast: the current task's arguments */
 } evt_worker;
 

@@ -136,15 +136,6 @@ static void linear_task(evt_printer *o, const evt_call *c, ids *t)
     for (int k = 1; k < c->rank; k++) evt_pr(o, " * X[%d] + v[%d])", k, k);
 }
 
-static int max_for(const evt_graph *g)
-{
-    int m = 0;
-    for (int c = 0; c < g->ncalls; c++)
-        for (int k = 0; k < g->calls[c]->nedges; k++)
-            if (g->calls[c]->edges[k].nfor > m) m = g->calls[c]->edges[k].nfor;
-    return m;
-}
-
 /* Trigger consumers of event ev: credit tasks indptr[x] .. indptr[x+1]. */
 static void emit_trigger_credit(evt_printer *o, const evt_plan *p)
 {
@@ -405,7 +396,6 @@ static void emit_event_switches(evt_printer *o, const evt_plan *p)
 evt_status evt_emit_program(const evt_plan *p, evt_printer *o, evt_target tgt, evt_diag *d)
 {
     const evt_graph *g = p->g;
-    (void)max_for;
     for (int c = 0; c < g->ncalls; c++)
         if (!p->call[c].decl)
             return evt_diag_error(d, EVT_ERR_VERIFY, g->calls[c]->loc, "call %s: unknown operator %s", g->calls[c]->name, g->calls[c]->op);

@@ -63,6 +63,8 @@ typedef struct evt_shape {
  * extent or a task count that does not fit the queue encoding. */
 evt_status evt_shape_init(evt_shape *s, const evt_plan *p, const int64_t *sym, evt_diag *d);
 void evt_shape_free(evt_shape *s);
+/* The call that global task `task` belongs to (binary search). */
+int evt_shape_call_of(const evt_shape *s, int64_t task);
 /* Coordinates of task `lin` of call c (row-major over extents ext). */
 void evt_shape_decode(const int64_t *ext, int rank, int64_t lin, int64_t *coord);
 /* Linear counter index of event element idx, or -1 when out of range. */

@@ -24,16 +24,6 @@ void evt_static_sched_free(evt_static_sched *s)
     memset(s, 0, sizeof *s);
 }
 
-static int64_t call_of(const evt_shape *s, int64_t task)
-{
-    int lo = 0, hi = s->p->g->ncalls - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (s->task_base[mid] <= task) lo = mid; else hi = mid - 1;
-    }
-    return lo;
-}
-
 /* Builds queues from an assignment (worker of each task) and an order. */
 static evt_status fill_queues(const evt_shape *s, int nworkers, const int32_t *worker,
                               const int64_t *order, evt_static_sched *out)
@@ -54,7 +44,7 @@ static evt_status fill_queues(const evt_shape *s, int nworkers, const int32_t *w
     memcpy(fill, out->q_off, nworkers * sizeof(int64_t));
     for (int64_t k = 0; k < s->ntasks; k++) {
         int64_t t = order[k];
-        int64_t c = call_of(s, t);
+        int64_t c = evt_shape_call_of(s, t);
         out->q[fill[worker[t]]++] = (uint32_t)(c << EVT_QCALL_SHIFT) | (uint32_t)(t - s->task_base[c]);
     }
     free(fill);

@@ -75,6 +75,16 @@ void evt_shape_free(evt_shape *s)
     memset(s, 0, sizeof *s);
 }
 
+int evt_shape_call_of(const evt_shape *s, int64_t task)
+{
+    int lo = 0, hi = s->p->g->ncalls - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (s->task_base[mid] <= task) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
 void evt_shape_decode(const int64_t *ext, int rank, int64_t lin, int64_t *coord)
 {
     for (int k = rank - 1; k >= 0; k--) {

@@ -8,8 +8,7 @@
 void evt_task_name(const evt_shape *s, int64_t task, char *buf, size_t n)
 {
     const evt_graph *g = s->p->g;
-    int c = 0;
-    while (c + 1 < g->ncalls && s->task_base[c + 1] <= task) c++;
+    int c = evt_shape_call_of(s, task);
     int64_t coord[EVT_MAX_RANK];
     evt_shape_decode(&s->ext[c * 4], g->calls[c]->rank, task - s->task_base[c], coord);
     int len = snprintf(buf, n, "%s(", g->calls[c]->name);

@@ -41,6 +41,17 @@ static void cons_elem(void *user, int64_t elem)
     else f->b->cons[f->fill[elem]++] = (int32_t)f->task;
 }
 
+static evt_status bind_targets(const evt_plan *p, evt_bound *b, evt_diag *d);
+
+evt_status evt_bind_targets(const evt_plan *p, const int64_t *sym, evt_bound *b, evt_diag *d)
+{
+    memset(b, 0, sizeof *b);
+    evt_status st = evt_shape_init(&b->s, p, sym, d);
+    if (!st) st = bind_targets(p, b, d);
+    if (st) evt_bound_free(b);
+    return st;
+}
+
 static evt_status bind_targets(const evt_plan *p, evt_bound *b, evt_diag *d)
 {
     const evt_graph *g = p->g;
@@ -253,9 +264,6 @@ void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *c
                      el, (long long)e->observed, (long long)e->target);
         break;
     }
-    case EVT_KERR_QUEUE_FULL:
-        snprintf(buf, n, "internal: ready queue full pushing %s", task);
-        break;
     default:
         snprintf(buf, n, "kernel error %d", e->kind);
     }

@@ -33,6 +33,8 @@ typedef struct evt_bound {
 evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched, int nworkers,
                     evt_queue_policy policy, int exact_shape, evt_bound *out, evt_diag *d);
 void evt_bound_free(evt_bound *b);
+/* Only the shape and the counter targets (the reference executor's needs). */
+evt_status evt_bind_targets(const evt_plan *p, const int64_t *sym, evt_bound *out, evt_diag *d);
 
 /* The shape a static schedule is built for: each bucketed symbol rounded up
  * to its bucket. Returns 1 if that differs from sym. */

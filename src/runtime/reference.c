@@ -110,7 +110,7 @@ evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffer
     /* static targets: the same enumeration as bind */
     {
         evt_bound bb;
-        st = evt_bind(r.p, sym, EVT_SCHED_DYNAMIC, 1, EVT_QUEUE_RR, 1, &bb, d);
+        st = evt_bind_targets(r.p, sym, &bb, d);
         if (st) goto out;
         for (int64_t x = 0; x < r.s.ncounters; x++)
             r.target[x] = bb.target[x] == EVT_DATA_TARGET ? -1 : bb.target[x];

@@ -26,8 +26,7 @@ evt_status evt_trace_write(const char *path, const evt_bound *b, const uint64_t 
         if (!ts[2 * t] || !ts[2 * t + 1]) continue;
         char name[160];
         evt_task_name(&b->s, t, name, sizeof name);
-        int c = 0;
-        while (c + 1 < g->ncalls && b->s.task_base[c + 1] <= t) c++;
+        int c = evt_shape_call_of(&b->s, t);
         fprintf(f, ",\n  {\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
                    "\"args\": {\"task\": %lld}}",
                 name, g->calls[c]->name, worker[t], (ts[2 * t] - t0) / 1e3, (ts[2 * t + 1] - ts[2 * t]) / 1e3, (long long)t);
