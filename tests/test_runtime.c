@@ -32,7 +32,7 @@ static void *producer(void *p)
 static void *consumer(void *p)
 {
     evt_worker w = {.id = (int)(intptr_t)p};
-    int64_t v;
+    int64_t v = -1;
     for (int i = 0; i < PRODUCERS * PER_PRODUCER / CONSUMERS; i++) {
         assert_int_equal(evt_pop(&ring_ctx, &w, &v), 1); /* blocks until its ticket is filled */
         __atomic_fetch_add(&seen[v], 1, __ATOMIC_RELAXED);
