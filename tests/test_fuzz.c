@@ -132,9 +132,9 @@ static void run_all_schedules(evt_module *m, const char *sym, int lo, int hi, co
         char set[32];
         snprintf(set, sizeof set, "%s=%u", sym, lo + rnd(hi - lo + 1));
         const char *sets[] = {set};
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < 5; s++) {
             evt_run_opts o = {.workers = 1 + rnd(64), .timeout_s = 30};
-            o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : EVT_SCHED_STATIC;
+            o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : s == 4 ? EVT_SCHED_KBK : EVT_SCHED_STATIC;
             o.policy = s == 1 ? EVT_QUEUE_CP : EVT_QUEUE_RR;
             o.early_push = s == 2 && rnd(2);
             o.pop_batch = 1 + rnd(4);

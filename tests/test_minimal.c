@@ -75,9 +75,9 @@ static void test1_split_rowsum(void **state)
     /* output equals the reference, every schedule, several shapes */
     evt_module *m = h_build(rowsum_real);
     const char *shapes[] = {"n=1", "n=3", "n=17", "n=64"};
-    evt_sched_kind scheds[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED};
+    evt_sched_kind scheds[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED, EVT_SCHED_KBK, EVT_SCHED_GRAPH};
     for (int s = 0; s < 4; s++)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 5; k++) {
             evt_run_opts o = {.sched = scheds[k], .workers = 3};
             char *msg;
             evt_status st = h_run_check(m, 1, &shapes[s], &o, 7, &msg);
@@ -267,8 +267,8 @@ static void test4_moe(void **state)
     (void)state;
     evt_module *m = h_build(moe);
     const evt_graph *g = evt_module_graph(m);
-    for (int k = 0; k < 3; k++) {
-        evt_sched_kind s = k == 0 ? EVT_SCHED_STATIC : k == 1 ? EVT_SCHED_DYNAMIC : EVT_SCHED_UNFUSED;
+    for (int k = 0; k < 4; k++) {
+        evt_sched_kind s = k == 0 ? EVT_SCHED_STATIC : k == 1 ? EVT_SCHED_DYNAMIC : k == 2 ? EVT_SCHED_UNFUSED : EVT_SCHED_KBK;
         evt_run_opts o = {.sched = s, .workers = 4};
         snprintf(trace_path, sizeof trace_path, "/tmp/evt-moe-%d.json", (int)getpid());
         o.trace_path = trace_path;

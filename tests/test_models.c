@@ -243,8 +243,8 @@ static void config_and_program(void **state)
 static void tiny_decode(void **state)
 {
     (void)state;
-    evt_sched_kind s[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED};
-    for (int k = 0; k < 3; k++) {
+    evt_sched_kind s[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED, EVT_SCHED_KBK, EVT_SCHED_GRAPH};
+    for (int k = 0; k < 5; k++) {
         evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 1 + 3 * k, .ctx = 20 + k, .steps = 3,
                              .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1};
         o.run.sched = s[k];
@@ -257,6 +257,25 @@ static void tiny_decode(void **state)
         if (st) fail_msg("%s: %s", evt_sched_name(s[k]), d.text);
         assert_int_equal(r.steps_checked, 3);
         assert_int_equal(r.check_failed, 0);
+        evt_diag_free(&d);
+    }
+    /* the same step kernel by kernel, in a graph, unfused and dynamic: the
+       same tiles in another order give bitwise the same logits on the CPU */
+    {
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 5, .ctx = 17, .steps = 2,
+                             .backend = EVT_BACKEND_CPU, .quiet = 1, .nalso = 4,
+                             .also = {EVT_SCHED_KBK, EVT_SCHED_GRAPH, EVT_SCHED_UNFUSED, EVT_SCHED_DYNAMIC}};
+        o.run.workers = 3;
+        evt_decode_result r;
+        evt_diag d;
+        evt_diag_init(&d, "decode");
+        if (evt_decode(&o, &r, &d)) fail_msg("%s", d.text);
+        for (int k = 0; k < 4; k++) {
+            assert_true(r.also_ms[k] > 0);
+            if (r.also_logit_err[k] != 0 || r.also_next_diff[k] != 0)
+                fail_msg("%s: logits differ by %g, %lld next tokens differ", evt_sched_name(o.also[k]), r.also_logit_err[k],
+                         (long long)r.also_next_diff[k]);
+        }
         evt_diag_free(&d);
     }
     /* bad requests are errors, not crashes */

@@ -206,6 +206,49 @@ static void unfused_graph(void **state)
     evt_diag_free(&d);
 }
 
+/* Kernel by kernel runs calls in program order with no events: a call
+ * waiting on its own tasks, or on a later call, is refused with a message;
+ * a valid program gives the reference's result, also on a second shape. */
+static void kernel_by_kernel(void **state)
+{
+    (void)state;
+    const char *self = "sym n = 8 in [1, 64]\ntensor M : i32[1] output = zeros\ntensor M2 : i32[n] output = zeros\n"
+                       "event F[n + 1]\n"
+                       "call start = mark(M) over (i) in [1] {\n    notify F[0]\n}\n"
+                       "call b = mark(M2) over (i) in [n] {\n    wait F[i]\n    notify F[i + 1]\n}\n";
+    const char *later = "sym n = 8 in [1, 64]\ntensor M : i32[n] output = zeros\ntensor M2 : i32[n] output = zeros\n"
+                        "event E[n]\n"
+                        "call b = mark(M2) over (i) in [n] {\n    wait E[i]\n}\n"
+                        "call a = mark(M) over (i) in [n] {\n    notify E[i]\n}\n";
+    struct { const char *prog, *msg; } bad[] = {
+        {self, "its own tasks notify"},
+        {later, "which call a notifies later in program order"},
+    };
+    for (int k = 0; k < 2; k++) {
+        evt_module *m = h_build(bad[k].prog); /* compiles: the megakernel does not need program order */
+        const char *sets[] = {"n=8"};
+        for (int s = EVT_SCHED_KBK; s <= EVT_SCHED_GRAPH; s++) {
+            evt_run_opts o = {.sched = (evt_sched_kind)s, .workers = 2};
+            char *msg = NULL;
+            assert_int_equal(h_run_check(m, 1, sets, &o, 1, &msg), EVT_ERR_VERIFY);
+            if (!msg || !strstr(msg, bad[k].msg)) fail_msg("expected '%s' in: %s", bad[k].msg, msg ? msg : "");
+            free(msg);
+        }
+        evt_module_free(m);
+    }
+    char *text = h_read_file("examples/split_rowsum.evt");
+    evt_module *m = h_build(text);
+    free(text);
+    const char *shapes[] = {"n=5", "n=64", "n=5"};
+    for (int k = 0; k < 3; k++) {
+        evt_run_opts o = {.sched = k == 1 ? EVT_SCHED_GRAPH : EVT_SCHED_KBK, .workers = 1 + 2 * k};
+        char *msg;
+        if (h_run_check(m, 1, &shapes[k], &o, 11 + k, &msg)) fail_msg("%s: %s", shapes[k], msg);
+        free(msg);
+    }
+    evt_module_free(m);
+}
+
 static void artifacts(void **state)
 {
     (void)state;
@@ -253,6 +296,7 @@ int main(void)
         cmocka_unit_test(division_counts),
         cmocka_unit_test(fusion),
         cmocka_unit_test(unfused_graph),
+        cmocka_unit_test(kernel_by_kernel),
         cmocka_unit_test(artifacts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,7 @@
  *   evtc schedule FILE [--set N=V]... [--workers N] [--policy rr|cp]
  *   evtc compile FILE --target c|cuda -o OUT [--emit SRC]
  *   evtc run FILE|ARTIFACT [--set N=V]... [--backend cpu|cuda|auto]
- *            [--sched static|dynamic|unfused] [--policy rr|cp] [--workers N]
+ *            [--sched static|dynamic|unfused|kbk|graph] [--policy rr|cp] [--workers N]
  *            [--seed S] [--check] [--trace OUT.json] [--timeout SEC]
  *            [--chaos SEED] [--exact] [--early-push] [--repeat N] [--trust-counts]
  * Exit codes: 0 success, 1 failure (diagnostics, check failed, runtime
@@ -37,6 +37,8 @@ typedef struct cli {
     const char *model, *dump, *emit_program;
     int emit_only;
     long long batch, ctx, steps, splits, page;
+    evt_sched_kind also[EVT_DECODE_MAX_ALSO];
+    int nalso;
 } cli;
 
 static int usage(const char *msg)
@@ -48,12 +50,13 @@ static int usage(const char *msg)
             "       evtc schedule FILE [--set NAME=VALUE]... [--workers N] [--policy rr|cp]\n"
             "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE]\n"
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
-            "                [--sched static|dynamic|unfused] [--policy rr|cp] [--workers N] [--seed S]\n"
+            "                [--sched static|dynamic|unfused|kbk|graph] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
             "                [--early-push] [--pop-batch K] [--repeat N] [--trust-counts]\n"
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
-            "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused] [--check] [--dump DIR]\n"
-            "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--workers N] [--seed S]\n");
+            "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph] [--check] [--dump DIR]\n"
+            "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--workers N] [--seed S]\n"
+            "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n");
     return 2;
 }
 
@@ -89,7 +92,12 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--workers")) { NEED(); if (!parse_int(v, 1, 4096, &n)) { fprintf(stderr, "evtc: --workers %s: expected an integer in [1, 4096]\n", v); return 2; } c->run.workers = (int)n; }
         else if (!strcmp(a, "--workers-per-sm")) { NEED(); if (!parse_int(v, 1, 32, &n)) { fprintf(stderr, "evtc: --workers-per-sm %s: expected 1..32\n", v); return 2; } c->run.workers_per_sm = (int)n; }
         else if (!strcmp(a, "--policy")) { NEED(); if (!strcmp(v, "rr")) c->run.policy = EVT_QUEUE_RR; else if (!strcmp(v, "cp")) c->run.policy = EVT_QUEUE_CP; else { fprintf(stderr, "evtc: --policy %s: expected rr or cp\n", v); return 2; } }
-        else if (!strcmp(a, "--sched")) { NEED(); if (!strcmp(v, "static")) c->run.sched = EVT_SCHED_STATIC; else if (!strcmp(v, "dynamic")) c->run.sched = EVT_SCHED_DYNAMIC; else if (!strcmp(v, "unfused")) c->run.sched = EVT_SCHED_UNFUSED; else { fprintf(stderr, "evtc: --sched %s: expected static, dynamic or unfused\n", v); return 2; } }
+        else if (!strcmp(a, "--sched")) {
+            NEED();
+            int k = evt_sched_parse(v);
+            if (k < 0) { fprintf(stderr, "evtc: --sched %s: expected static, dynamic, unfused, kbk or graph\n", v); return 2; }
+            c->run.sched = (evt_sched_kind)k;
+        }
         else if (!strcmp(a, "--backend")) { NEED(); if (!strcmp(v, "cpu")) c->backend = EVT_BACKEND_CPU; else if (!strcmp(v, "cuda")) c->backend = EVT_BACKEND_CUDA; else if (!strcmp(v, "auto")) c->backend_auto = 1; else { fprintf(stderr, "evtc: --backend %s: expected cpu, cuda or auto\n", v); return 2; } }
         else if (!strcmp(a, "--target")) { NEED(); if (strcmp(v, "c") && strcmp(v, "cuda")) { fprintf(stderr, "evtc: --target %s: expected c or cuda\n", v); return 2; } c->target = v; }
         else if (!strcmp(a, "--seed")) { NEED(); if (!parse_int(v, 0, 1LL << 62, &n)) { fprintf(stderr, "evtc: --seed %s: expected a non-negative integer\n", v); return 2; } c->seed = (uint64_t)n; }
@@ -105,6 +113,20 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--batch")) { NEED(); if (!parse_int(v, 1, 4096, &c->batch)) { fprintf(stderr, "evtc: --batch %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--ctx")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->ctx)) { fprintf(stderr, "evtc: --ctx %s: expected 1..1048576\n", v); return 2; } }
         else if (!strcmp(a, "--steps")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->steps)) { fprintf(stderr, "evtc: --steps %s: expected 1..1048576\n", v); return 2; } }
+        else if (!strcmp(a, "--also")) {
+            NEED();
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                int k = evt_sched_parse(tok);
+                if (k < 0 || c->nalso == EVT_DECODE_MAX_ALSO) {
+                    fprintf(stderr, "evtc: --also %s: expected up to %d of static, dynamic, unfused, kbk, graph (comma-separated)\n",
+                            v, EVT_DECODE_MAX_ALSO);
+                    return 2;
+                }
+                c->also[c->nalso++] = (evt_sched_kind)k;
+            }
+        }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--check")) c->check = 1;
@@ -289,7 +311,7 @@ static int cmd_run(cli *c)
         }
     printf("ran %s: %lld tasks, %s schedule%s on the %s backend: launch %.3f ms, bind %.3f ms%s\n", c->file,
            (long long)st.ntasks, evt_sched_name(c->run.sched),
-           c->run.sched != EVT_SCHED_DYNAMIC ? (c->run.policy == EVT_QUEUE_CP ? " (cp)" : " (rr)") : "",
+           c->run.sched == EVT_SCHED_STATIC || c->run.sched == EVT_SCHED_UNFUSED ? (c->run.policy == EVT_QUEUE_CP ? " (cp)" : " (rr)") : "",
            evt_backend_name(evt_module_backend(m)), st.launch_ms, st.bind_ms, st.bucket_used ? ", bucket schedule" : "");
     print_outputs(g, b);
     if (c->trace) printf("trace: %s (open in https://ui.perfetto.dev)\n", c->trace);
@@ -328,6 +350,8 @@ static int cmd_decode(cli *c)
     evt_decode_opts o = {.model = c->model, .batch = c->batch, .ctx = c->ctx, .steps = c->steps, .backend = c->backend,
                          .run = c->run, .check = c->check, .dump_dir = c->dump};
     o.build.attn_splits = c->splits;
+    memcpy(o.also, c->also, sizeof o.also);
+    o.nalso = c->nalso;
     o.build.page_size = c->page;
     o.build.seed = c->seed + 1;
     if (c->emit_program) {
@@ -357,6 +381,12 @@ static int cmd_decode(cli *c)
                "%lld tasks/step, weights %.3f GB/step (%.1f GB/s)\n",
                c->model, c->batch, c->ctx, c->steps, evt_sched_name(c->run.sched), evt_backend_name(o.backend), r.ms_per_token,
                r.first_ms, (long long)r.ntasks, wb / 1e9, r.ms_per_token > 0 ? wb / 1e6 / r.ms_per_token : 0);
+        for (int k = 0; k < c->nalso; k++)
+            printf("decode %s: batch %lld, %s schedule on %s: %.3f ms/token (%.3fx the %s schedule's time), "
+                   "logits within %.2e of the %s schedule's, %lld next tokens differ\n",
+                   c->model, c->batch, evt_sched_name(c->also[k]), evt_backend_name(o.backend), r.also_ms[k],
+                   r.ms_per_token > 0 ? r.also_ms[k] / r.ms_per_token : 0, evt_sched_name(c->run.sched),
+                   r.also_logit_err[k], evt_sched_name(c->run.sched), (long long)r.also_next_diff[k]);
         if (c->check) {
             if (st == EVT_ERR_CHECK) { printf("check: FAILED\n"); report(&d); rc = 1; }
             else printf("check: ok (%lld steps %s the sequential reference)\n", (long long)r.steps_checked,

@@ -48,7 +48,13 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d);
 
 /* ---- schedules ---------------------------------------------------------- */
 
-typedef enum evt_sched_kind { EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED } evt_sched_kind;
+/* STATIC, DYNAMIC, UNFUSED: one persistent megakernel. KBK: the baseline of
+ * the same tiles launched kernel by kernel (one launch per call, in program
+ * order, a block per task, no events); GRAPH: those launches captured once
+ * per bound shape into a CUDA graph and replayed (CPU: same as KBK). */
+typedef enum evt_sched_kind { EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED, EVT_SCHED_KBK, EVT_SCHED_GRAPH } evt_sched_kind;
+/* Parses "static", "dynamic", "unfused", "kbk" or "graph"; -1 otherwise. */
+int evt_sched_parse(const char *s);
 typedef enum evt_queue_policy { EVT_QUEUE_RR, EVT_QUEUE_CP } evt_queue_policy;
 const char *evt_sched_name(evt_sched_kind k);
 

@@ -52,6 +52,7 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 
 /* ---- the decode driver ------------------------------------------------ */
 
+#define EVT_DECODE_MAX_ALSO 8
 typedef struct evt_decode_opts {
     const char *model;     /* preset name or path to config.json */
     int64_t batch, ctx, steps;
@@ -61,6 +62,11 @@ typedef struct evt_decode_opts {
     const char *dump_dir;  /* write inputs, weights and per-step tokens here */
     int quiet;
     evt_qwen3_opts build;
+    /* More schedules timed on the same weights and step after the main one
+     * (e.g. kbk and graph: the same tiles kernel by kernel, and in a CUDA
+     * graph); their outputs are compared with the main schedule's. */
+    evt_sched_kind also[EVT_DECODE_MAX_ALSO];
+    int nalso;
 } evt_decode_opts;
 
 typedef struct evt_decode_result {
@@ -70,6 +76,9 @@ typedef struct evt_decode_result {
     int64_t steps_checked; /* steps compared with the reference (check) */
     int check_failed;
     int64_t ntasks;
+    double also_ms[EVT_DECODE_MAX_ALSO];      /* ms/token of each `also` schedule */
+    double also_logit_err[EVT_DECODE_MAX_ALSO]; /* max |logit - main| / max |main logit| */
+    int64_t also_next_diff[EVT_DECODE_MAX_ALSO]; /* next tokens that differ from the main schedule's */
 } evt_decode_result;
 
 evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d);

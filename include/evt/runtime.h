@@ -72,7 +72,7 @@ int evt_buffers_compare(const evt_graph *g, evt_buffers *a, evt_buffers *b, doub
 /* ---- launching --------------------------------------------------------- */
 
 typedef struct evt_run_opts {
-    evt_sched_kind sched;      /* static (default), dynamic, unfused */
+    evt_sched_kind sched;      /* static (default), dynamic, unfused, kbk, graph */
     evt_queue_policy policy;   /* static queues: rr (default) or cp */
     int workers;               /* 0: default (CPU: 4; GPU: SMs x per_sm) */
     int workers_per_sm;        /* GPU: persistent blocks per SM (default 1) */
@@ -112,6 +112,8 @@ evt_status evt_module_time(evt_module *m, const int64_t *sym, evt_buffers *b, co
                            double *ms_per_launch, evt_diag *d);
 /* How many times this process ran nvcc (tests assert none after build). */
 int64_t evt_cuda_compile_count(void);
+/* How many CUDA graphs the graph schedule captured (one per bound shape). */
+int64_t evt_cuda_capture_count(void);
 /* Name and multiprocessor count of the GPU; EVT_ERR_NO_DEVICE without one. */
 evt_status evt_cuda_device_info(char *name, size_t n, int *sms, evt_diag *d);
 

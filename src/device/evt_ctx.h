@@ -28,9 +28,11 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 4
+#define EVT_ABI_VERSION 5
 
-enum { EVT_MODE_STATIC = 0, EVT_MODE_DYNAMIC = 1 };
+/* KBK: one launch per call (kernel by kernel): waits and notifies are no-ops,
+ * the kernel boundary orders the calls. */
+enum { EVT_MODE_STATIC = 0, EVT_MODE_DYNAMIC = 1, EVT_MODE_KBK = 2 };
 
 /* Error kinds written to evt_error.kind by the kernel. */
 enum {

@@ -164,6 +164,7 @@ EVT_DEV void evt_chaos(const evt_ctx *C, evt_worker *W)
  * reaches its target. Returns 0, or 1 if the launch was aborted. */
 EVT_PROTO int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int64_t elem)
 {
+    if (C->mode == EVT_MODE_KBK) return 0; /* the kernel boundary ordered it */
     int32_t *cnt = &C->counters[elem];
     int32_t target = C->target[elem];
     int32_t v = evt_load_acquire(cnt);
@@ -282,6 +283,7 @@ EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
  * when this add completed the element (callers then credit trigger ranges). */
 EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t delta)
 {
+    if (C->mode == EVT_MODE_KBK) return 0; /* kernel by kernel: no events */
     if (C->mode != EVT_MODE_DYNAMIC) { /* static: nobody acts on completion */
         evt_red_notify(&C->counters[elem], delta);
         return 0;

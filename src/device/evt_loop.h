@@ -81,6 +81,15 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
     }
 }
 
+/* Kernel by kernel (C->mode == EVT_MODE_KBK): tasks first, first + stride,
+ * ... of one call; the launch boundary orders the calls, so dispatch skips
+ * waits and notifies. */
+EVT_DEV void evt_run_call(const evt_ctx *C, evt_worker *W, int call, int64_t first, int64_t stride)
+{
+    int64_t n = C->task_base[call + 1] - C->task_base[call];
+    for (int64_t lin = first; lin < n; lin += stride) evt_dispatch(C, W, call, lin, C->ext);
+}
+
 /* Entry point of every worker (a block on the GPU, a thread on the CPU). */
 EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
 {

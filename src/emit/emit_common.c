@@ -302,7 +302,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         evt_pr(o, "    /* the last task of this call arms the events whose counts depend on its outputs */\n");
         evt_pr(o, "    if (EVT_LEADER) {\n        int64_t n = 1;\n");
         evt_pr(o, "        for (int k = 0; k < %d; k++) n *= X[k];\n", c->rank);
-        evt_pr(o, "        W->arm = evt_add_acq_rel(&C->arm_done[");
+        evt_pr(o, "        W->arm = C->mode != EVT_MODE_KBK && evt_add_acq_rel(&C->arm_done[");
         id(o, t, ID_CALL, c->id);
         evt_pr(o, "], 1) + 1 == n;\n    }\n    EVT_SYNC();\n");
         evt_pr(o, "    if (W->arm) {\n");
@@ -313,7 +313,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         }
         evt_pr(o, "    }\n");
     }
-    evt_pr(o, "    if (EVT_LEADER) {\n        evt_chaos(C, W); /* chaos: delay before notifies */\n");
+    evt_pr(o, "    if (EVT_LEADER && C->mode != EVT_MODE_KBK) {\n        evt_chaos(C, W); /* chaos: delay before notifies */\n");
     evt_pr(o, "        evt_notify_fence(); /* one release for all of this task's notifies */\n");
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];

@@ -10,6 +10,10 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
     evt_pr(out, "/* GPU entry: one persistent block per worker. */\n");
     evt_pr(out, "extern \"C\" __global__ void __launch_bounds__(EVT_BLOCK_THREADS) evt_kernel(const evt_ctx *C)\n{\n");
     evt_pr(out, "    __shared__ evt_worker W;\n    evt_worker_main(C, &W, (int)blockIdx.x);\n}\n");
+    evt_pr(out, "/* Kernel-by-kernel entry: one ordinary launch per call, a block per task. */\n");
+    evt_pr(out, "extern \"C\" __global__ void __launch_bounds__(EVT_BLOCK_THREADS) evt_call_kernel(const evt_ctx *C, int call)\n{\n");
+    evt_pr(out, "    __shared__ evt_worker W;\n    if (EVT_LEADER) { W.id = (int)blockIdx.x; W.task = -1; W.nfan = 0; W.rng = 1; }\n");
+    evt_pr(out, "    EVT_SYNC();\n    evt_run_call(C, &W, call, blockIdx.x, gridDim.x);\n}\n");
     evt_pr(out, "extern \"C\" __global__ void evt_abi_probe(int *out) { *out = %d; }\n", EVT_ABI_VERSION);
     return EVT_OK;
 }

@@ -4,6 +4,7 @@
  * next -> tok, pos + 1 between steps), optionally checks every step against
  * the sequential reference and dumps everything for the PyTorch reference. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,56 @@ static evt_status dump_inputs(const char *dir, const evt_qwen3_config *c, const 
     return EVT_OK;
 }
 
+static float bf16_value(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Times each `also` schedule on the step the main schedule ran last (same
+ * inputs, same cache position: the step is re-run, not advanced) and compares
+ * its logits and next tokens with the main schedule's. */
+static evt_status time_also(const evt_decode_opts *o, evt_module *m, const int64_t *sym, evt_buffers *b,
+                            evt_decode_result *r, evt_diag *d)
+{
+    const evt_graph *mg = evt_module_graph(m);
+    evt_status st = evt_module_run(m, sym, b, &o->run, NULL, d); /* the main schedule's outputs at these inputs */
+    if (st) return st;
+    size_t nl, nn;
+    const uint16_t *logits = evt_buffers_data(b, tensor_id(mg, "logits"), &nl);
+    const int32_t *next = evt_buffers_data(b, tensor_id(mg, "next"), &nn);
+    uint16_t *main_logits = malloc(nl + 2);
+    int32_t *main_next = malloc(nn + 4);
+    st = main_logits && main_next ? EVT_OK : EVT_ERR_NOMEM;
+    if (!st) { memcpy(main_logits, logits, nl); memcpy(main_next, next, nn); }
+    double scale = 0;
+    for (size_t i = 0; !st && i < nl / 2; i++) {
+        double a = fabs(bf16_value(main_logits[i]));
+        if (a > scale) scale = a;
+    }
+    int iters = o->steps < 20 ? 20 : (int)o->steps;
+    for (int k = 0; k < o->nalso && !st; k++) {
+        evt_run_opts ro = o->run;
+        ro.sched = o->also[k];
+        double ms = 0;
+        if ((st = evt_module_time(m, sym, b, &ro, iters, &ms, d))) break;
+        r->also_ms[k] = ms;
+        double err = 0;
+        for (size_t i = 0; i < nl / 2; i++) {
+            double e = fabs((double)bf16_value(logits[i]) - bf16_value(main_logits[i]));
+            if (e > err) err = e;
+        }
+        r->also_logit_err[k] = scale > 0 ? err / scale : err;
+        r->also_next_diff[k] = 0;
+        for (size_t i = 0; i < nn / 4; i++) r->also_next_diff[k] += next[i] != main_next[i];
+    }
+    free(main_logits);
+    free(main_next);
+    return st;
+}
+
 evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
 {
     memset(r, 0, sizeof *r);
@@ -127,7 +178,13 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (!g) return EVT_ERR_VERIFY;
     double t0 = now_s();
     evt_module *m = NULL;
-    st = evt_module_build(g, o->backend, NULL, o->run.sched == EVT_SCHED_UNFUSED, &m, d);
+    int unfused = o->run.sched == EVT_SCHED_UNFUSED;
+    if (o->nalso < 0 || o->nalso > EVT_DECODE_MAX_ALSO) {
+        evt_graph_free(g);
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: at most %d extra schedules", EVT_DECODE_MAX_ALSO);
+    }
+    for (int k = 0; k < o->nalso; k++) unfused |= o->also[k] == EVT_SCHED_UNFUSED;
+    st = evt_module_build(g, o->backend, NULL, unfused, &m, d);
     if (st) return st;
     const evt_graph *mg = evt_module_graph(m);
     if (!o->quiet)
@@ -194,6 +251,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         r->ms_per_token = ms;
         r->timed_launches = iters;
     }
+    if (!st && o->nalso) st = time_also(o, m, sym, b, r, d);
     if (manifest) {
         st = write_tensor(o->dump_dir, "tokens.bin", tokens, (size_t)(o->steps * o->batch) * sizeof(int32_t), d);
         fprintf(manifest, "  \"tokens\": {\"file\": \"tokens.bin\", \"dtype\": \"i32\", \"shape\": [%lld, %lld]}\n}\n",

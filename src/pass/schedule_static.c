@@ -15,7 +15,15 @@
 
 const char *evt_sched_name(evt_sched_kind k)
 {
-    return k == EVT_SCHED_STATIC ? "static" : k == EVT_SCHED_DYNAMIC ? "dynamic" : "unfused";
+    static const char *names[] = {"static", "dynamic", "unfused", "kbk", "graph"};
+    return (unsigned)k < 5 ? names[k] : "?";
+}
+
+int evt_sched_parse(const char *s)
+{
+    for (int k = 0; k < 5; k++)
+        if (!strcmp(s, evt_sched_name((evt_sched_kind)k))) return k;
+    return -1;
 }
 
 void evt_static_sched_free(evt_static_sched *s)

@@ -135,6 +135,32 @@ static evt_status bind_dynamic(const evt_plan *p, evt_bound *b)
     return EVT_OK;
 }
 
+/* Kernel by kernel runs the calls in program order with nothing inside a
+ * launch ordering its tasks: every event a call waits on must be notified
+ * only by calls before it. */
+static evt_status check_kbk_order(const evt_graph *g, evt_diag *d)
+{
+    for (int c = 0; c < g->ncalls; c++)
+        for (int k = 0; k < g->calls[c]->nedges; k++) {
+            const evt_edge *w = &g->calls[c]->edges[k];
+            if (w->kind != EVT_WAIT) continue;
+            for (int p = c; p < g->ncalls; p++)
+                for (int j = 0; j < g->calls[p]->nedges; j++) {
+                    const evt_edge *n = &g->calls[p]->edges[j];
+                    if (n->kind != EVT_NOTIFY || n->event != w->event) continue;
+                    if (p == c)
+                        return evt_diag_error(d, EVT_ERR_VERIFY, g->calls[c]->loc,
+                                              "kernel-by-kernel launch: call %s waits on event %s, which its own tasks "
+                                              "notify; tasks of one kernel cannot wait on each other (use a megakernel schedule)",
+                                              g->calls[c]->name, w->event->name);
+                    return evt_diag_error(d, EVT_ERR_VERIFY, g->calls[c]->loc,
+                                          "kernel-by-kernel launch: call %s waits on event %s, which call %s notifies later "
+                                          "in program order", g->calls[c]->name, w->event->name, g->calls[p]->name);
+                }
+        }
+    return EVT_OK;
+}
+
 evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched, int nworkers,
                     evt_queue_policy policy, int exact_shape, evt_bound *b, evt_diag *d)
 {
@@ -146,7 +172,8 @@ evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched,
     if (st) return st;
     st = bind_targets(p, b, d);
     if (!st && sched == EVT_SCHED_DYNAMIC) st = bind_dynamic(p, b);
-    if (!st && sched != EVT_SCHED_DYNAMIC) {
+    if (!st && (sched == EVT_SCHED_KBK || sched == EVT_SCHED_GRAPH)) st = check_kbk_order(p->g, d);
+    if (!st && (sched == EVT_SCHED_STATIC || sched == EVT_SCHED_UNFUSED)) {
         int64_t *bsym = calloc(p->g->nsyms + 1, sizeof(int64_t));
         int differs = evt_bucket_shape(p->g, sym, bsym) && !exact_shape;
         st = evt_schedule_static(p, differs ? bsym : sym, nworkers, policy, &b->q, d);
@@ -186,7 +213,8 @@ void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
     C->ntasks = b->s.ntasks; C->ncounters = b->s.ncounters;
     C->target = b->target;
     C->nworkers = b->nworkers;
-    C->mode = b->sched == EVT_SCHED_DYNAMIC ? EVT_MODE_DYNAMIC : EVT_MODE_STATIC;
+    C->mode = b->sched == EVT_SCHED_DYNAMIC ? EVT_MODE_DYNAMIC
+            : b->sched == EVT_SCHED_KBK || b->sched == EVT_SCHED_GRAPH ? EVT_MODE_KBK : EVT_MODE_STATIC;
     C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext;
     C->cons_off = b->cons_off; C->cons = b->cons; C->pend_target = b->pend_target;
     C->seeds = b->seeds; C->nseeds = b->nseeds;

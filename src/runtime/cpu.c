@@ -83,8 +83,9 @@ static evt_status cpu_load(evt_module *m, evt_variant *v, evt_diag *d)
     v->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!v->handle) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot load generated code: %s", dlerror());
     v->entry = dlsym(v->handle, "evt_worker_entry");
+    v->call_entry = dlsym(v->handle, "evt_call_entry");
     int (*abi)(void) = (int (*)(void))dlsym(v->handle, "evt_abi_version");
-    if (!v->entry || !abi || abi() != EVT_ABI_VERSION)
+    if (!v->entry || !v->call_entry || !abi || abi() != EVT_ABI_VERSION)
         return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "generated code has the wrong ABI: rebuild it");
     return EVT_OK;
 }
@@ -132,12 +133,31 @@ static evt_status ensure_rt(evt_module *m, const evt_bound *b, evt_diag *d)
     return EVT_OK;
 }
 
-typedef struct worker_arg { entry_fn fn; const evt_ctx *C; int id; } worker_arg;
+typedef void (*call_fn)(const evt_ctx *C, int worker, int call);
+/* A megakernel worker (call < 0), or a worker's share of one call. */
+typedef struct worker_arg { void *fn; const evt_ctx *C; int id, call; } worker_arg;
 static void *worker_thread(void *p)
 {
     worker_arg *a = p;
-    a->fn(a->C, a->id);
+    if (a->call < 0) ((entry_fn)a->fn)(a->C, a->id);
+    else ((call_fn)a->fn)(a->C, a->id, a->call);
     return NULL;
+}
+
+/* Runs nw threads on `fn` (one call, or the megakernel when call < 0) and
+ * joins them. Returns how many started; if not all, the others are aborted. */
+static int run_workers(void *fn, const evt_ctx *C, int call, int nw, pthread_t *th, worker_arg *args, int32_t *abort_flag)
+{
+    int started = 0;
+    for (int w = 0; w < nw; w++) {
+        args[w] = (worker_arg){fn, C, w, call};
+        if (pthread_create(&th[w], NULL, worker_thread, &args[w])) break;
+        started++;
+    }
+    /* cannot start every worker: abort the ones that did, so nobody waits forever */
+    if (started < nw) __atomic_store_n(abort_flag, 1, __ATOMIC_SEQ_CST);
+    for (int w = 0; w < started; w++) pthread_join(th[w], NULL);
+    return started;
 }
 
 static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *bufs,
@@ -190,16 +210,14 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
     worker_arg *args = calloc(nw, sizeof(worker_arg));
     double t0 = now_ms();
     int started = 0;
-    for (int w = 0; w < nw && th && args; w++) {
-        args[w] = (worker_arg){(entry_fn)v->entry, &C, w};
-        if (pthread_create(&th[w], NULL, worker_thread, &args[w])) break;
-        started++;
+    if (th && args && C.mode == EVT_MODE_KBK) {
+        /* kernel by kernel: every call in program order, joined in between */
+        started = nw;
+        for (int c = 0; c < g->ncalls && started == nw && !__atomic_load_n(&abort_flag, __ATOMIC_ACQUIRE); c++)
+            if (b->s.task_base[c + 1] > b->s.task_base[c]) started = run_workers(v->call_entry, &C, c, nw, th, args, &abort_flag);
+    } else if (th && args) {
+        started = run_workers(v->entry, &C, -1, nw, th, args, &abort_flag);
     }
-    if (started < nw) {
-        /* cannot start every worker: abort the ones that did, so nobody waits forever */
-        __atomic_store_n(&abort_flag, 1, __ATOMIC_SEQ_CST);
-    }
-    for (int w = 0; w < started; w++) pthread_join(th[w], NULL);
     stats->launch_ms = now_ms() - t0;
     free(th); free(args);
     if (started < nw) {

@@ -41,6 +41,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NOT_READY 600
@@ -50,6 +52,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH 95
 #define CU_STREAM_NON_BLOCKING 1
 #define CU_EVENT_DEFAULT 0
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 typedef struct cu_api {
     CUresult (*Init)(unsigned);
@@ -70,6 +73,14 @@ typedef struct cu_api {
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                         unsigned, CUstream, void **);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
     CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
     CUresult (*StreamCreate)(CUstream *, unsigned);
     CUresult (*StreamQuery)(CUstream);
@@ -97,6 +108,7 @@ static struct {
 } G = {.once = PTHREAD_ONCE_INIT};
 
 static int64_t g_compiles; /* nvcc invocations in this process */
+static int64_t g_captures; /* CUDA graphs captured (the graph baseline) */
 
 static const char *cu_name(CUresult r)
 {
@@ -138,6 +150,13 @@ static void driver_init(void)
     SYM(MemsetD8, "cuMemsetD8_v2");
     SYM(MemsetD32Async, "cuMemsetD32Async");
     SYM(LaunchCooperativeKernel, "cuLaunchCooperativeKernel");
+    SYM(LaunchKernel, "cuLaunchKernel");
+    SYM(StreamBeginCapture, "cuStreamBeginCapture_v2");
+    SYM(StreamEndCapture, "cuStreamEndCapture");
+    SYM(GraphInstantiate, "cuGraphInstantiateWithFlags");
+    SYM(GraphLaunch, "cuGraphLaunch");
+    SYM(GraphExecDestroy, "cuGraphExecDestroy");
+    SYM(GraphDestroy, "cuGraphDestroy");
     SYM(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     SYM(StreamCreate, "cuStreamCreate");
     SYM(StreamQuery, "cuStreamQuery");
@@ -292,8 +311,14 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
         G.cu.ModuleUnload(mod);
         return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_kernel (%s): rebuild it", cu_name(r));
     }
+    CUfunction call_fn;
+    if ((r = G.cu.ModuleGetFunction(&call_fn, mod, "evt_call_kernel"))) {
+        G.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_call_kernel (%s): rebuild it", cu_name(r));
+    }
     v->handle = mod;
     v->entry = fn;
+    v->call_entry = call_fn;
     return EVT_OK;
 }
 
@@ -314,6 +339,7 @@ static void cuda_unload(evt_module *m, evt_variant *v)
     }
     v->handle = NULL;
     v->entry = NULL;
+    v->call_entry = NULL;
 }
 
 /* ---- runtime state ---------------------------------------------------- */
@@ -343,6 +369,9 @@ typedef struct cuda_rt {
 typedef struct cuda_bound {
     CUdeviceptr blob;
     evt_ctx tmpl;          /* bound fields with device pointers */
+    CUgraphExec graph;     /* graph schedule: the launches of every call, captured */
+    CUdeviceptr graph_ctx; /* the ctx pointer baked into them */
+    CUfunction graph_fn;
 } cuda_bound;
 
 static void buf_free(dev_buf *b)
@@ -484,6 +513,7 @@ static void cuda_drop_bound(evt_module *m, evt_bind_entry *be)
     if (G.ok) {
         G.cu.CtxSetCurrent(G.ctx);
         G.cu.MemFree(cb->blob);
+        if (cb->graph) G.cu.GraphExecDestroy(cb->graph);
     }
     free(cb);
     be->dev = NULL;
@@ -535,7 +565,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     int per_sm = 0;
     CK(G.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, 0));
     /* the request is what must fit (a static launch may start fewer workers) */
-    if (be->nworkers > per_sm * G.sms || b->nworkers > per_sm * G.sms)
+    if (b->sched != EVT_SCHED_KBK && b->sched != EVT_SCHED_GRAPH && (be->nworkers > per_sm * G.sms || b->nworkers > per_sm * G.sms))
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
                               "%d workers requested but at most %d blocks of %d threads can be co-resident on %s "
                               "(%d per SM x %d SMs); a persistent kernel needs every worker resident: use --workers <= %d",
@@ -601,8 +631,52 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     return EVT_OK;
 }
 
-static evt_status launch_once(evt_variant *v, const evt_bound *b, CUdeviceptr *dctx, int threads, evt_diag *d)
+/* Kernel by kernel: one launch per call with tasks, a block per task. */
+static evt_status launch_calls(evt_variant *v, const evt_bound *b, CUdeviceptr *dctx, int threads, evt_diag *d)
 {
+    for (int c = 0; c < v->g->ncalls; c++) {
+        int64_t n = b->s.task_base[c + 1] - b->s.task_base[c];
+        if (n <= 0) continue;
+        void *args[] = {dctx, &c};
+        CK(G.cu.LaunchKernel((CUfunction)v->call_entry, (unsigned)(n < (1 << 30) ? n : (1 << 30)), 1, 1, (unsigned)threads,
+                             1, 1, 0, G.stream, args, NULL));
+    }
+    return EVT_OK;
+}
+
+/* The graph schedule: the kernel-by-kernel launches, captured into a CUDA
+ * graph the first time this bound shape runs, then replayed. */
+static evt_status launch_graph(evt_variant *v, evt_bind_entry *be, CUdeviceptr *dctx, int threads, evt_diag *d)
+{
+    cuda_bound *cb = be->dev;
+    if (cb->graph && (cb->graph_ctx != *dctx || cb->graph_fn != (CUfunction)v->call_entry)) {
+        G.cu.GraphExecDestroy(cb->graph);
+        cb->graph = NULL;
+    }
+    if (!cb->graph) {
+        CK(G.cu.StreamBeginCapture(G.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        evt_status st = launch_calls(v, &be->b, dctx, threads, d);
+        CUgraph graph = NULL;
+        CUresult r = G.cu.StreamEndCapture(G.stream, &graph);
+        if (st) { if (graph) G.cu.GraphDestroy(graph); return st; }
+        if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s ending the graph capture", cu_name(r));
+        r = G.cu.GraphInstantiate(&cb->graph, graph, 0);
+        G.cu.GraphDestroy(graph);
+        if (r) { cb->graph = NULL; return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s instantiating the graph", cu_name(r)); }
+        cb->graph_ctx = *dctx;
+        cb->graph_fn = (CUfunction)v->call_entry;
+        __atomic_add_fetch(&g_captures, 1, __ATOMIC_RELAXED);
+    }
+    CK(G.cu.GraphLaunch(cb->graph, G.stream));
+    return EVT_OK;
+}
+
+/* One launch of the bound shape in its schedule's form. */
+static evt_status launch_once(evt_variant *v, evt_bind_entry *be, CUdeviceptr *dctx, int threads, evt_diag *d)
+{
+    const evt_bound *b = &be->b;
+    if (b->sched == EVT_SCHED_KBK) return launch_calls(v, b, dctx, threads, d);
+    if (b->sched == EVT_SCHED_GRAPH) return launch_graph(v, be, dctx, threads, d);
     void *args[] = {dctx};
     CK(G.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1, 0,
                                     G.stream, args));
@@ -643,7 +717,7 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
     const evt_bound *b = &be->b;
     double timeout_s = o->timeout_s > 0 ? o->timeout_s : 10.0;
     double t0 = now_ms();
-    if ((st = launch_once(v, b, &dctx, threads, d))) return st;
+    if ((st = launch_once(v, be, &dctx, threads, d))) return st;
     st = wait_stream(rt, timeout_s + 5, d);
     stats->launch_ms = now_ms() - t0;
     if (st) return st;
@@ -709,6 +783,7 @@ int evt_cuda_available(void)
 }
 
 int64_t evt_cuda_compile_count(void) { return __atomic_load_n(&g_compiles, __ATOMIC_RELAXED); }
+int64_t evt_cuda_capture_count(void) { return __atomic_load_n(&g_captures, __ATOMIC_RELAXED); }
 
 evt_status evt_cuda_device_info(char *name, size_t n, int *sms, evt_diag *d)
 {
@@ -758,7 +833,7 @@ evt_status evt_module_time(evt_module *m, const int64_t *sym, evt_buffers *b, co
     CUresult r = G.cu.EventCreate(&e1, CU_EVENT_DEFAULT);
     if (r) { G.cu.EventDestroy(e0); CK(r); }
     r = G.cu.EventRecord(e0, G.stream);
-    for (int i = 0; i < iters && !st && !r; i++) st = launch_once(v, &be->b, &dctx, threads, d);
+    for (int i = 0; i < iters && !st && !r; i++) st = launch_once(v, be, &dctx, threads, d);
     if (!r && !st) r = G.cu.EventRecord(e1, G.stream);
     double timeout_s = o->timeout_s > 0 ? o->timeout_s : 10.0;
     if (!r && !st) st = wait_stream(rt, timeout_s + 5 + iters * 0.01, d);

@@ -19,6 +19,7 @@ typedef struct evt_variant {
     size_t code_len;
     void *handle;         /* backend: dlopen handle / CUmodule */
     void *entry;          /* backend: worker entry / CUfunction */
+    void *call_entry;     /* backend: kernel-by-kernel entry (one call) */
     char tmpdir[256];     /* CPU: where the .so lives while loaded */
 } evt_variant;
 
