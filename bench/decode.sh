@@ -2,86 +2,102 @@
 # bench/decode.sh — Qwen3 decode benchmark (one device call; needs an H100/H200).
 #
 #   bench/decode.sh                   all of the below
-#   MODELS="qwen3-0.6b" BATCHES="1 8" SCHEDS="static" PEERS=hand,hf bench/decode.sh
+#   MODELS="qwen3-0.6b" BATCHES="1 8" SCHEDS="static kbk graph" PEERS=hand BUDGET_S=300 bench/decode.sh
 #
-# For each model and batch (ctx 512):
-#   - evtc decode --backend cuda --sched static|dynamic|unfused: ms/token as the
-#     driver prints it (20 back-to-back launches of one step, CUDA events),
-#     weight bytes per step
-#   - the PyTorch peers (bench/peers/torch_qwen3.py: HF + torch.compile CUDA
-#     graphs if transformers is installed; hand-written model in a CUDA graph)
-#   - the bandwidth floor: weight bytes per step / cudaMemcpy D2D bandwidth
-#     (read + write bytes per second, measured in this run by bench/tiles)
-#   - kernel-by-kernel: the sum of per-tile kernel times of one step
-#     (bench/tiles: each llm.cuh tile as its own kernel, one block per task)
-# Writes $OUT/decode_results.md (or /tmp/evt-decode/) and appends it as a new
-# section to bench/RESULTS.md.
+# For each model and batch (ctx 512), ONE `evtc decode` process (weights
+# generated and uploaded once) times every schedule in SCHEDS on the same step:
+#   the first with --sched, the others with --also, so every ratio below comes
+#   from one process on one device:
+#   static / dynamic / unfused  the persistent megakernel
+#   kbk                         the same tiles launched kernel by kernel
+#                               (one launch per call, a block per task)
+#   graph                       those launches captured in a CUDA graph
+#   (ms/token: 20 back-to-back launches of one step, CUDA events, tensors
+#   resident on the device; --also also compares each schedule's logits and
+#   next tokens with the first schedule's.)
+# Then the PyTorch peers (bench/peers/torch_qwen3.py; PEERS=none skips them)
+# and the floor: weight bytes per step / cudaMemcpy D2D bandwidth (read +
+# write bytes per second, measured in this run by bench/tiles --copy-only).
+# BUDGET_S: no new run starts after this many seconds (results so far are
+# kept). Writes $OUT/decode_results.md (or /tmp/evt-decode/) and appends it
+# as a new section to bench/RESULTS.md.
 set -u
 cd "$(dirname "$0")/.."
 LOG=${OUT:-/tmp/evt-decode}
 mkdir -p "$LOG"
 MODELS=${MODELS:-"qwen3-0.6b qwen3-8b"}
 BATCHES=${BATCHES:-"1 8 32 64"}
-SCHEDS=${SCHEDS:-"static dynamic unfused"}
-PEERS=${PEERS:-hf,hand}
+SCHEDS=${SCHEDS:-"static dynamic unfused kbk graph"}
+PEERS=${PEERS:-hand}
 CTX=${CTX:-512}
-STEPS=${STEPS:-16}
-EVT_TIMEOUT=${EVT_TIMEOUT:-600}
+STEPS=${STEPS:-2}
+BUDGET_S=${BUDGET_S:-3000}
+EVT_TIMEOUT=${EVT_TIMEOUT:-300}
+T0=$(date +%s)
+left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 make -j16 build/evtc > "$LOG/decode_build.log" 2>&1 || { echo "build failed"; tail -20 "$LOG/decode_build.log"; exit 1; }
-cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -c src/tiles/llm.c -o build/tilebench_llm.o
-nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Isrc -Iinclude bench/tiles/tilebench.cu build/tilebench_llm.o \
-    -o build/tilebench -lm >> "$LOG/decode_build.log" 2>&1 || { echo "tilebench build failed"; exit 1; }
+if [ ! -x build/tilebench ]; then
+    cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -c src/tiles/llm.c -o build/tilebench_llm.o
+    nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Isrc -Iinclude bench/tiles/tilebench.cu build/tilebench_llm.o \
+        -o build/tilebench -lm >> "$LOG/decode_build.log" 2>&1 || { echo "tilebench build failed"; exit 1; }
+fi
 DEV=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)
 COPY=$(build/tilebench --copy-only | awk '/^COPY_GBS/ {print $2}')
-declare -A KBK
-for m in $MODELS; do
-    flag=--no-8b; [ "$m" = qwen3-8b ] && flag=--8b-only
-    [ "$m" = qwen3-0.6b ] || [ "$m" = qwen3-8b ] || continue
-    build/tilebench $flag --ctx "$CTX" $BATCHES > "$LOG/tiles_$m.txt" 2>&1
-    while read -r _ name b _ st; do KBK["$name ${b#B=}"]=${st#step_us=}; done < <(grep '^KBK' "$LOG/tiles_$m.txt")
-done
+MAIN=${SCHEDS%% *}
+ALSO=$(echo "$SCHEDS" | cut -s -d' ' -f2- | tr ' ' ,)
 SEC=$LOG/decode_results.md
 {
     echo "## Qwen3 decode — $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
     echo "Device: $DEV. cudaMemcpy D2D bandwidth (read + write): ${COPY} GB/s. Command: \`bench/decode.sh\`"
-    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" CTX=$CTX STEPS=$STEPS; commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), working tree may differ)."
-    echo "evtc: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched S\` (on the GPU the driver's ms/token"
-    echo "is 20 back-to-back launches of one decode step timed with CUDA events, tensors resident on the device)."
-    echo "Floor: weight bytes per step / copy bandwidth. Kernel-by-kernel: sum of bench/tiles per-tile kernel times"
-    echo "(CUDA events around back-to-back launches, best of 5 x 20; launch gaps not included). ms per token = ms per step."
+    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS CTX=$CTX STEPS=$STEPS; commit $(git rev-parse --short HEAD 2>/dev/null || echo ?))."
+    echo "One process per row: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched $MAIN${ALSO:+ --also $ALSO}\`;"
+    echo "ms/token = 20 back-to-back launches of one decode step, CUDA events, tensors resident on the device."
+    echo "kbk = the same tiles, one kernel launch per call; graph = those launches in a CUDA graph (captured once per batch size)."
+    echo "Floor: weight bytes per step / copy bandwidth. \"x graph\" = graph time / $MAIN time (above 1: the megakernel is faster)."
     echo
-    echo "| model | B | evtc static | evtc dynamic | evtc unfused | torch peers | kernel-by-kernel | floor |"
-    echo "|---|---|---|---|---|---|---|---|"
+    hdr="| model | B |"; sep="|---|---|"
+    for s in $SCHEDS; do hdr="$hdr $s |"; sep="$sep---|"; done
+    echo "$hdr x graph | outputs vs $MAIN | torch peer | floor | $MAIN % of floor |"
+    echo "$sep---|---|---|---|---|"
 } > "$SEC"
 for m in $MODELS; do
-    python3 bench/peers/torch_qwen3.py --model "$m" --batch "$(echo $BATCHES | tr ' ' ,)" --ctx "$CTX" --steps 30 --peers "$PEERS" \
-        > "$LOG/peers_$m.txt" 2>&1
     for b in $BATCHES; do
+        if [ "$(left)" -le 0 ]; then echo "| $m | $b | (time budget spent) |" >> "$SEC"; continue; fi
+        out="$LOG/decode_${m}_b${b}.log"
+        timeout "$EVT_TIMEOUT" build/evtc decode --model "$m" --batch "$b" --ctx "$CTX" --steps "$STEPS" --backend cuda \
+            --sched "$MAIN" ${ALSO:+--also "$ALSO"} > "$out" 2>&1
         row="| $m | $b |"
-        wgb=""
-        for s in static dynamic unfused; do
-            if ! echo " $SCHEDS " | grep -q " $s "; then row="$row – |"; continue; fi
-            out="$LOG/decode_${m}_b${b}_$s.log"
-            timeout "$EVT_TIMEOUT" build/evtc decode --model "$m" --batch "$b" --ctx "$CTX" --steps "$STEPS" --backend cuda --sched "$s" \
-                > "$out" 2>&1
-            ms=$(grep -o '[0-9.]* ms/token' "$out" | head -1 | awk '{print $1}')
-            w=$(grep -o 'weights [0-9.]* GB/step' "$out" | head -1 | awk '{print $2}')
-            [ -n "$w" ] && wgb=$w
+        main_ms=$(grep -o "$MAIN schedule on cuda: [0-9.]* ms/token" "$out" | head -1 | awk '{print $5}')
+        graph_ms=""
+        outs=""
+        for s in $SCHEDS; do
+            ms=$(grep -o " $s schedule on cuda: [0-9.]* ms/token" "$out" | head -1 | awk '{print $5}')
+            [ "$s" = graph ] && graph_ms=$ms
             row="$row ${ms:-fail} |"
+            [ "$s" = "$MAIN" ] && continue
+            e=$(grep " $s schedule on cuda" "$out" | grep -o 'logits within [0-9.e+-]*' | awk '{print $3}')
+            nd=$(grep " $s schedule on cuda" "$out" | grep -o '[0-9]* next tokens differ' | awk '{print $1}')
+            [ -n "$e" ] && outs="$outs${outs:+; }$s $e, $nd differ"
         done
-        peers=$(grep "^PEER .* $m B=$b " "$LOG/peers_$m.txt" | awk '{printf "%s%s %s ms", sep, $2, $6; sep="; "}')
-        kbk=${KBK["$m $b"]:-}
-        [ -n "$kbk" ] && kbk=$(awk -v u="$kbk" 'BEGIN {printf "%.3f", u / 1000}')
-        floor=""
-        [ -n "$wgb" ] && [ -n "$COPY" ] && floor=$(awk -v w="$wgb" -v c="$COPY" 'BEGIN {printf "%.3f", w / c * 1000}')
-        echo "$row ${peers:-–} | ${kbk:-–} | ${floor:-–} |" >> "$SEC"
+        xg=""
+        [ -n "$graph_ms" ] && [ -n "$main_ms" ] && xg=$(awk -v g="$graph_ms" -v s="$main_ms" 'BEGIN {printf "%.2f", g / s}')
+        wgb=$(grep -o 'weights [0-9.]* GB/step' "$out" | head -1 | awk '{print $2}')
+        floor=""; pct=""
+        if [ -n "$wgb" ] && [ -n "$COPY" ]; then
+            floor=$(awk -v w="$wgb" -v c="$COPY" 'BEGIN {printf "%.3f", w / c * 1000}')
+            [ -n "$main_ms" ] && pct=$(awk -v f="$floor" -v s="$main_ms" 'BEGIN {printf "%.0f%%", 100 * f / s}')
+        fi
+        peer=""
+        if [ "$PEERS" != none ] && [ "$(left)" -gt 0 ]; then
+            timeout 240 python3 bench/peers/torch_qwen3.py --model "$m" --batch "$b" --ctx "$CTX" --steps 30 --peers "$PEERS" \
+                > "$LOG/peers_${m}_b$b.txt" 2>&1
+            peer=$(grep "^PEER .* $m B=$b " "$LOG/peers_${m}_b$b.txt" | awk '{printf "%s%s %s ms", sep, $2, $6; sep="; "}')
+        fi
+        echo "$row ${xg:-–} | ${outs:-–} | ${peer:-–} | ${floor:-–} | ${pct:-–} |" >> "$SEC"
+        cat "$SEC" | tail -1
     done
 done
-{
-    echo
-    echo "Per-tile details (bench/tiles): $(ls "$LOG"/tiles_*.txt 2>/dev/null | xargs -n1 basename | tr '\n' ' ')in the run's output folder."
-} >> "$SEC"
 cat "$SEC"
 if [ -f bench/RESULTS.md ]; then echo >> bench/RESULTS.md; fi
 cat "$SEC" >> bench/RESULTS.md

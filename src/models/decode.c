@@ -186,6 +186,13 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     for (int k = 0; k < o->nalso; k++) unfused |= o->also[k] == EVT_SCHED_UNFUSED;
     st = evt_module_build(g, o->backend, NULL, unfused, &m, d);
     if (st) return st;
+    if (o->backend == EVT_BACKEND_CUDA && !evt_cuda_available()) {
+        /* before generating gigabytes of weights: the kernel is built (and in
+           the compiled-kernel cache) but cannot run here */
+        evt_module_free(m);
+        return evt_diag_error(d, EVT_ERR_NO_DEVICE, (evt_loc){0, 0},
+                              "decode: no usable CUDA device (the kernel was built and cached; run on a machine with a GPU)");
+    }
     const evt_graph *mg = evt_module_graph(m);
     if (!o->quiet)
         fprintf(stderr, "decode: %s, %d calls, built for %s in %.1f s\n", c.name, mg->ncalls, evt_backend_name(o->backend), now_s() - t0);

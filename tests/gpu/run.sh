@@ -5,7 +5,7 @@
 #
 # 1. builds the library, the CLI and tests/gpu/gpucheck.c; compiles every
 #    example and tests/gpu/progs/*.evt to a CUDA artifact (nvcc runs only here)
-# 2. every example x {static, dynamic, unfused} x seeds through
+# 2. every example x {static, dynamic, unfused, kbk, graph} x seeds through
 #    `evtc run ART --backend cuda --check` (fresh random inputs, poisoned
 #    outputs, relative error against the sequential reference)
 # 3. more shapes and worker counts (gpucheck check: GPU vs the CPU backend)
@@ -74,6 +74,21 @@ for a in $ART/*.evtm; do
     for s in static dynamic unfused; do
         for seed in 1 2 3; do
             want="check: ok" check "$(basename $a .evtm) $s seed=$seed" build/evtc run "$a" --backend cuda --sched $s --seed $seed --check
+        done
+    done
+done
+
+say "== the same tiles kernel by kernel and in a CUDA graph (evtc run --sched kbk|graph --check)"
+for a in $ART/*.evtm; do
+    b=$(basename $a .evtm)
+    if [ "$b" = chain ]; then
+        want="tasks of one kernel cannot wait on each other" check "chain kbk: refused (a call waits on itself)" bash -c \
+            "build/evtc run $a --backend cuda --sched kbk 2>&1; test \$? -eq 1"
+        continue
+    fi
+    for s in kbk graph; do
+        for seed in 1 2; do
+            want="check: ok" check "$b $s seed=$seed" build/evtc run "$a" --backend cuda --sched $s --seed $seed --check
         done
     done
 done
