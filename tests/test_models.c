@@ -236,6 +236,15 @@ static void config_and_program(void **state)
     evt_pr_free(&p2);
     evt_graph_free(g);
     evt_graph_free(g2);
+    /* a GEMV tile waits once for all rows (one counter), not once per row;
+       the ablation keeps per-row elements */
+    assert_non_null(strstr(text, "    wait e0_H[0]\n    notify e0_QKV[nb]"));
+    assert_null(strstr(text, "for r in [B]"));
+    free(text);
+    o.row_events = 1;
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "    wait e0_H[r] for r in [B]\n    notify e0_QKV[nb]"));
+    assert_non_null(strstr(text, "event e1_X[B]"));
     free(text);
     evt_diag_free(&d);
 }
@@ -250,6 +259,7 @@ static void tiny_decode(void **state)
         o.run.sched = s[k];
         o.run.workers = 3 + k;
         o.run.early_push = k == 1;
+        o.build.row_events = k == 2;
         evt_decode_result r;
         evt_diag d;
         evt_diag_init(&d, "decode");

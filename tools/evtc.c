@@ -38,7 +38,7 @@ typedef struct cli {
     int emit_only;
     long long batch, ctx, steps, splits, page;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
-    int nalso;
+    int nalso, row_events;
 } cli;
 
 static int usage(const char *msg)
@@ -56,7 +56,8 @@ static int usage(const char *msg)
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--workers N] [--seed S]\n"
-            "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n");
+            "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
+            "                [--row-events]       (ablation: per-row events between row and tile calls)\n");
     return 2;
 }
 
@@ -127,6 +128,7 @@ static int parse_args(int argc, char **argv, cli *c)
                 c->also[c->nalso++] = (evt_sched_kind)k;
             }
         }
+        else if (!strcmp(a, "--row-events")) c->row_events = 1;
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--check")) c->check = 1;
@@ -350,6 +352,7 @@ static int cmd_decode(cli *c)
     evt_decode_opts o = {.model = c->model, .batch = c->batch, .ctx = c->ctx, .steps = c->steps, .backend = c->backend,
                          .run = c->run, .check = c->check, .dump_dir = c->dump};
     o.build.attn_splits = c->splits;
+    o.build.row_events = c->row_events;
     memcpy(o.also, c->also, sizeof o.also);
     o.nalso = c->nalso;
     o.build.page_size = c->page;

@@ -43,6 +43,7 @@ typedef struct evt_qwen3_opts {
     int64_t attn_splits;   /* split-KV partitions per (request, head) (default 4) */
     int64_t target_tasks;  /* linear tiles aim for about this many tasks (default 132: one per H100/H200 SM) */
     uint64_t seed;         /* weights and cache contents */
+    int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
 } evt_qwen3_opts;
 
 /* The .evt program of one decode step (malloc'd), or NULL on bad config. */

@@ -1,19 +1,23 @@
 /* qwen3.c — the Qwen3 dense decode step as an Event Tensor program.
  *
  * Per layer i (x_i is the residual stream, B rows):
- *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[b]        notifies H_i[b]
- *   qkvproj linear(h, Wqkv) -> qkv  over (piece)   waits H_i[all b]    notifies QKV_i[piece]
+ *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[0]        notifies H_i[0]
+ *   qkvproj linear(h, Wqkv) -> qkv  over (piece)   waits H_i[0]        notifies QKV_i[piece]
  *          (a piece is a head, or 1/2 or 1/4 of one when heads are few)
  *   qr     q_rope(qkv) -> q             over (b, h)    waits the pieces of head h          notifies Q_i[b, h]
  *   kr     k_rope_append(qkv) -> cache  over (b, g)    waits the pieces of k and v head g  notifies KV_i[b, g]
  *   at     attn_split -> part           over (b, h, s) waits Q_i[b, h], KV_i[b, h/group]   notifies P_i[b, h]
  *   am     attn_merge -> o              over (b, h)    waits P_i[b, h]     notifies AT_i[0]
- *   oproj  linear_res(o, Wo, x_i) -> xa over (nb)      waits AT_i[0]       notifies XA_i[all b]
- *   n2     rmsnorm(xa) -> h2            over (b)       waits XA_i[b]       notifies H2_i[b]
- *   up     mlp_up(h2, Wg, Wu) -> a      over (nb)      waits H2_i[all b]   notifies A_i[0]
- *   dn     linear_res(a, Wd, xa) -> x_{i+1}  over (nb) waits A_i[0]        notifies X_{i+1}[all b]
+ *   oproj  linear_res(o, Wo, x_i) -> xa over (nb)      waits AT_i[0]       notifies XA_i[0]
+ *   n2     rmsnorm(xa) -> h2            over (b)       waits XA_i[0]       notifies H2_i[0]
+ *   up     mlp_up(h2, Wg, Wu) -> a      over (nb)      waits H2_i[0]       notifies A_i[0]
+ *   dn     linear_res(a, Wd, xa) -> x_{i+1}  over (nb) waits A_i[0]        notifies X_{i+1}[0]
  * then the final norm, the LM head (tiles of the vocabulary), a per-chunk
  * argmax waiting only on its LM-head tile, and the final argmax.
+ * Events between a row-wise call and a column-tiled one are single counters
+ * (X, H, XA, H2, HF: count B or the number of tiles): a row of x needs every
+ * column tile and a tile needs every row, so per-row elements would only
+ * multiply the waits and notifies by B (bench/RESULTS.md).
  * Weights are uniform in +-sqrt(3 / fan_in) (unit-variance activations), the
  * paged KV cache holds random values: prefilled to `ctx` tokens.
  */
@@ -101,7 +105,7 @@ static int64_t pick_tn(int64_t n, int64_t target)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {128, 1024, 16, 4, 132, 1};
+    evt_qwen3_opts def = {128, 1024, 16, 4, 132, 1, 0};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
@@ -123,6 +127,9 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     int64_t tn_o = pick_tn(H, op.target_tasks), tn_up = pick_tn(I, op.target_tasks), tn_dn = pick_tn(H, op.target_tasks);
     int64_t tn_lm = pick_tn(V, op.target_tasks), NC = (V + tn_lm - 1) / tn_lm;
     long long eps = llround(c->rms_norm_eps * 1e12), theta = llround(c->rope_theta);
+    /* row <-> tile events: one counter each, or (ablation) one element per row */
+    const char *EV = op.row_events ? "B" : "1", *RW = op.row_events ? "b" : "0";
+    const char *AW = op.row_events ? "[r] for r in [B]" : "[0]";
     uint64_t sd = op.seed * 1000;
     evt_printer o = {0};
     P("# %s: one decode step. hidden %lld, %lld layers, %lld/%lld heads of %lld, mlp %lld, vocab %lld\n",
@@ -186,24 +193,24 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     P("tensor next : i32[B] output\n\n");
     /* events */
     /* event names carry the layer as a prefix (e12_QKV): no name is another's prefix-extension */
-    for (int64_t l = 0; l <= L; l++) P("event e%lld_X[B]\n", (long long)l);
+    for (int64_t l = 0; l <= L; l++) P("event e%lld_X[%s]\n", (long long)l, EV);
     for (int64_t l = 0; l < L; l++) {
-        P("event e%lld_H[B]\nevent e%lld_QKV[%lld]\nevent e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)l,
+        P("event e%lld_H[%s]\nevent e%lld_QKV[%lld]\nevent e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, EV, (long long)l,
           (long long)((nh + 2 * nkv) * qsplit), (long long)l, (long long)nh, (long long)l, (long long)nkv);
-        P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[B]\nevent e%lld_H2[B]\nevent e%lld_A[1]\n", (long long)l,
-          (long long)nh, (long long)l, (long long)l, (long long)l, (long long)l);
+        P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_H2[%s]\nevent e%lld_A[1]\n", (long long)l,
+          (long long)nh, (long long)l, (long long)l, EV, (long long)l, EV, (long long)l);
     }
-    P("event HF[B]\nevent LM[%lld]\nevent AP[B]\n\n", (long long)NC);
+    P("event HF[%s]\nevent LM[%lld]\nevent AP[B]\n\n", EV, (long long)NC);
     /* calls */
-    P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify e0_X[b]\n}\n");
+    P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify e0_X[%s]\n}\n", RW);
     for (int64_t l = 0; l < L; l++) {
         long long i = (long long)l;
-        P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[b]\n    notify e%lld_H[b]\n}\n",
-          i, i, i, i, eps, i, i);
+        P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n",
+          i, i, i, i, eps, i, RW, i, RW);
         long long qs = (long long)qsplit;
         P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_H[r] for r in [B]\n    notify e%lld_QKV[nb]\n}\n", i, i, i, i, (long long)(hd / qsplit),
-          (long long)((nh + 2 * nkv) * qsplit), i, i);
+          "    wait e%lld_H%s\n    notify e%lld_QKV[nb]\n}\n", i, i, i, i, (long long)(hd / qsplit),
+          (long long)((nh + 2 * nkv) * qsplit), i, AW, i);
         P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
           "    wait e%lld_QKV[h * %lld + f] for f in [%lld]\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh,
           i, qs, qs, i);
@@ -217,18 +224,18 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait e%lld_P[b, h]\n    notify e%lld_AT[0]\n}\n",
           i, i, i, (long long)nh, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_AT[0]\n    notify e%lld_XA[r] for r in [B]\n}\n", i, i, i, i, i, (long long)tn_o, (long long)((H + tn_o - 1) / tn_o), i, i);
-        P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[b]\n    notify e%lld_H2[b]\n}\n",
-          i, i, i, i, eps, i, i);
+          "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)tn_o, (long long)((H + tn_o - 1) / tn_o), i, i, AW);
+        P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n",
+          i, i, i, i, eps, i, RW, i, RW);
         P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_H2[r] for r in [B]\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)tn_up, (long long)((I + tn_up - 1) / tn_up), i, i);
+          "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)tn_up, (long long)((I + tn_up - 1) / tn_up), i, AW, i);
         P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_A[0]\n    notify e%lld_X[r] for r in [B]\n}\n", i, i, i, i, i + 1, (long long)tn_dn, (long long)((H + tn_dn - 1) / tn_dn), i, i + 1);
+          "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)tn_dn, (long long)((H + tn_dn - 1) / tn_dn), i, i + 1, AW);
     }
-    P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[b]\n    notify HF[b]\n}\n",
-      (long long)L, eps, (long long)L);
-    P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld] prefetch {\n    wait HF[r] for r in [B]\n    notify LM[nb]\n}\n",
-      lm, (long long)tn_lm, (long long)NC);
+    P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
+      (long long)L, eps, (long long)L, RW, RW);
+    P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld] prefetch {\n    wait HF%s\n    notify LM[nb]\n}\n",
+      lm, (long long)tn_lm, (long long)NC, AW);
     P("call amax = argmax_part(logits, pv, pi, %lld) over (b, c) in [B, %lld] {\n    wait LM[c]\n    notify AP[b]\n}\n",
       (long long)tn_lm, (long long)NC);
     P("call pick = argmax_final(pv, pi, next) over (b) in [B] {\n    wait AP[b]\n}\n");
