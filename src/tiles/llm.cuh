@@ -20,8 +20,8 @@
  *   rmsnorm / q_rope / k_rope_append: block reductions; RoPE angles in double
  *       exactly as the C reference.
  *   attn_split: lanes split head_dim in 8-element (16-byte) chunks, a warp
- *       covers 32 / (hd / 8) positions at a time, each lane group keeps an
- *       online softmax state; states merge through shuffles, then across
+ *       covers 32 / (hd / 8) x EVT_LLM_ATTN_U positions per step (all their
+ *       loads in flight together), each lane group keeps an online softmax state; states merge through shuffles, then across
  *       warps in shared memory. hd % 8 != 0 or hd > 256: a slow generic path.
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
@@ -423,6 +423,9 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
     return (((int64_t)bt[b * MP + t / PS] * PS + t % PS) * nkv + g) * hd;
 }
 
+#ifndef EVT_LLM_ATTN_U
+#define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step (loads in flight) */
+#endif
 /* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256. */
 __device__ __forceinline__ void evt_llm_attn_fast(const evt_task_args *a, int64_t lo, int64_t hi, float *dst)
 {
@@ -439,26 +442,44 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_task_args *a, int64_
     float qf[8] = {evt_llm_lo(qv.x), evt_llm_hi(qv.x), evt_llm_lo(qv.y), evt_llm_hi(qv.y),
                    evt_llm_lo(qv.z), evt_llm_hi(qv.z), evt_llm_lo(qv.w), evt_llm_hi(qv.w)};
     float m = -INFINITY, l = 0, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t step = (int64_t)nwarps * ppw;
-    for (int64_t t0 = lo + (int64_t)warp * ppw; t0 < hi; t0 += step) {
-        int64_t t = t0 + sub;
-        bool ok = t < hi;
-        uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
-        if (ok) {
-            int64_t off = evt_llm_cache_off(bt, MP, PS, nkv, hd, b, t, gq) + part * 8;
-            kv = evt_llm_ldx(kc + off);
-            vv = evt_llm_ldx(vc + off);
+    /* EVT_LLM_ATTN_U positions per lane group per step, all their K and V
+       (and page-table) loads issued before any is used: a step used to be
+       one load round trip per position (latency-bound, ~9 us per task) */
+    constexpr int U = EVT_LLM_ATTN_U;
+    int64_t step = (int64_t)nwarps * ppw * U;
+    for (int64_t t0 = lo + (int64_t)warp * ppw * U; t0 < hi; t0 += step) {
+        uint4 kv[U], vv[U];
+        bool ok[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int64_t t = t0 + u * ppw + sub;
+            ok[u] = t < hi;
+            kv[u] = make_uint4(0, 0, 0, 0);
+            vv[u] = kv[u];
+            if (ok[u]) {
+                int64_t off = evt_llm_cache_off(bt, MP, PS, nkv, hd, b, t, gq) + part * 8;
+                kv[u] = evt_llm_ldx(kc + off);
+                vv[u] = evt_llm_ldx(vc + off);
+            }
         }
-        float d = qf[0] * evt_llm_lo(kv.x) + qf[1] * evt_llm_hi(kv.x) + qf[2] * evt_llm_lo(kv.y) + qf[3] * evt_llm_hi(kv.y) +
-                  qf[4] * evt_llm_lo(kv.z) + qf[5] * evt_llm_hi(kv.z) + qf[6] * evt_llm_lo(kv.w) + qf[7] * evt_llm_hi(kv.w);
-        for (int o2 = lpp / 2; o2 > 0; o2 >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o2);
-        if (ok) {
-            float sc = d * scale;
+        float d[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            d[u] = qf[0] * evt_llm_lo(kv[u].x) + qf[1] * evt_llm_hi(kv[u].x) + qf[2] * evt_llm_lo(kv[u].y) +
+                   qf[3] * evt_llm_hi(kv[u].y) + qf[4] * evt_llm_lo(kv[u].z) + qf[5] * evt_llm_hi(kv[u].z) +
+                   qf[6] * evt_llm_lo(kv[u].w) + qf[7] * evt_llm_hi(kv[u].w);
+        for (int o2 = lpp / 2; o2 > 0; o2 >>= 1)
+#pragma unroll
+            for (int u = 0; u < U; u++) d[u] += __shfl_xor_sync(0xffffffffu, d[u], o2);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (!ok[u]) continue;
+            float sc = d[u] * scale;
             float mn = sc > m ? sc : m;
             float corr = expf(m - mn), p = expf(sc - mn);
             l = l * corr + p;
-            float vf[8] = {evt_llm_lo(vv.x), evt_llm_hi(vv.x), evt_llm_lo(vv.y), evt_llm_hi(vv.y),
-                           evt_llm_lo(vv.z), evt_llm_hi(vv.z), evt_llm_lo(vv.w), evt_llm_hi(vv.w)};
+            float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
+                           evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
 #pragma unroll
             for (int i = 0; i < 8; i++) o[i] = o[i] * corr + p * vf[i];
             m = mn;
