@@ -27,8 +27,8 @@ static char out[1 << 16];
 static void run_check_ok(void **state)
 {
     (void)state;
-    const char *scheds[] = {"static", "dynamic", "unfused", "kbk", "graph"};
-    for (int s = 0; s < 5; s++) {
+    const char *scheds[] = {"static", "dynamic", "unfused", "kbk", "graph", "hybrid"};
+    for (int s = 0; s < 6; s++) {
         char cmd[256];
         snprintf(cmd, sizeof cmd, "build/evtc run examples/split_rowsum.evt --set n=9 --sched %s --workers 5 --check", scheds[s]);
         assert_int_equal(sh(cmd, out, sizeof out), 0);
@@ -47,7 +47,7 @@ static void bad_values_exit_2(void **state)
         {"--set n=0", "n must be in [1, 16384]"},
         {"--set n=99999999999999999999", "is not an integer"},
         {"--workers 0", "--workers 0: expected an integer in [1, 4096]"},
-        {"--sched fast", "expected static, dynamic, unfused, kbk or graph"},
+        {"--sched fast", "expected static, dynamic, unfused, kbk, graph or hybrid"},
         {"--policy lifo", "expected rr or cp"},
         {"--frobnicate", "unknown option --frobnicate"},
     };

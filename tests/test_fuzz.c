@@ -64,10 +64,11 @@ static char *gen_dense(int *ncalls_out)
         snprintf(xin, sizeof xin, "Y%d", k - 1);
         int f = k == 0 ? 0 : fan[k];
         unsigned ns = rnd(4) == 0 ? 20000 * rnd(5) : 0;
+        const char *pol = rnd(3) == 0 ? " policy dynamic" : ""; /* hybrid: through the ready queue */
         if (two_d[k])
-            put(&g, "call c%d = spin(%s, Y%d, %u, %d, 3, 1, 2) over (i, j) in [n, %d] {\n", k, x ? x : xin, k, ns, f, mult[k]);
+            put(&g, "call c%d = spin(%s, Y%d, %u, %d, 3, 1, 2) over (i, j) in [n, %d]%s {\n", k, x ? x : xin, k, ns, f, mult[k], pol);
         else
-            put(&g, "call c%d = spin(%s, Y%d, %u, %d, 3, 1, 2) over (i) in [n * %d] {\n", k, x ? x : xin, k, ns, f, mult[k]);
+            put(&g, "call c%d = spin(%s, Y%d, %u, %d, 3, 1, 2) over (i) in [n * %d]%s {\n", k, x ? x : xin, k, ns, f, mult[k], pol);
         char lin[64];
         if (two_d[k]) snprintf(lin, sizeof lin, "i * %d + j", mult[k]);
         else snprintf(lin, sizeof lin, "i");
@@ -104,6 +105,8 @@ static char *gen_moe(int routing)
     if (routing == 0) put(&g, "tensor topk : i32[T, K] input = random(seed=%u, lo=0, hi=%u)\n", rnd(1000), E);
     else if (routing == 1) put(&g, "tensor topk : i32[T, K] input = const(%u)\n", rnd(E));
     else put(&g, "tensor topk : i32[T, K] input = random(seed=%u, lo=0, hi=%u)\n", rnd(1000), (E + 1) / 2);
+    const char *pol[3];
+    for (int k = 0; k < 3; k++) pol[k] = rnd(2) ? " policy dynamic" : "";
     put(&g, "tensor indptr : i32[NE + 1] scratch\n"
             "tensor pos : i32[T, K] scratch\n"
             "tensor row_tok : i32[T * K] scratch\n"
@@ -111,11 +114,11 @@ static char *gen_moe(int routing)
             "tensor yg : f32[T * K, 4] scratch\n"
             "tensor y : f32[T, 4] output\n"
             "event I[1]\nevent G[NE]\nevent D[T]\n"
-            "call index = moe_index(topk, indptr, pos, row_tok) over (u) in [1] {\n    notify I[0]\n}\n"
-            "call group = moe_group(x, pos, xg) over (t, k) in [T, K] {\n    wait I[0]\n    notify G[topk[t, k]]\n}\n"
-            "call expert = moe_expert(xg, w, indptr, yg) over (r) in [T * K] {\n"
+            "call index = moe_index(topk, indptr, pos, row_tok) over (u) in [1] {\n    notify I[0]\n}\n");
+    put(&g, "call group = moe_group(x, pos, xg) over (t, k) in [T, K]%s {\n    wait I[0]\n    notify G[topk[t, k]]\n}\n"
+            "call expert = moe_expert(xg, w, indptr, yg) over (r) in [T * K]%s {\n"
             "    wait I[0]\n    wait G trigger indptr\n    notify D[row_tok[r]]\n}\n"
-            "call combine = moe_combine(yg, pos, topw, y) over (t) in [T] {\n    wait D[t]\n}\n");
+            "call combine = moe_combine(yg, pos, topw, y) over (t) in [T]%s {\n    wait D[t]\n}\n", pol[0], pol[1], pol[2]);
     return g.buf;
 }
 
@@ -132,10 +135,12 @@ static void run_all_schedules(evt_module *m, const char *sym, int lo, int hi, co
         char set[32];
         snprintf(set, sizeof set, "%s=%u", sym, lo + rnd(hi - lo + 1));
         const char *sets[] = {set};
-        for (int s = 0; s < 5; s++) {
+        for (int s = 0; s < 7; s++) {
             evt_run_opts o = {.workers = 1 + rnd(64), .timeout_s = 30};
-            o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : s == 4 ? EVT_SCHED_KBK : EVT_SCHED_STATIC;
-            o.policy = s == 1 ? EVT_QUEUE_CP : EVT_QUEUE_RR;
+            o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : s == 4 ? EVT_SCHED_KBK
+                    : s >= 5 ? EVT_SCHED_HYBRID : EVT_SCHED_STATIC;
+            o.policy = s == 1 || s == 6 ? EVT_QUEUE_CP : EVT_QUEUE_RR;
+            if (s >= 5 && o.workers < 2) o.workers = 2; /* static and dynamic workers */
             o.early_push = s == 2 && rnd(2);
             o.pop_batch = 1 + rnd(4);
             if (rnd(4) == 0) o.chaos = 1 + rnd(1000), o.chaos_max_ns = 20000;

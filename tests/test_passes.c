@@ -249,6 +249,43 @@ static void kernel_by_kernel(void **state)
     evt_module_free(m);
 }
 
+/* Hybrid: the `policy dynamic` call's tasks run on the dynamic workers (the
+ * upper share), the others in static queues on the lower ones; the result
+ * is the reference's; one worker cannot serve both. */
+static void hybrid_split(void **state)
+{
+    (void)state;
+    const char *prog = "sym n = 24 in [1, 64]\ntensor z : f32[1] input = const(0)\ntensor Y : f32[n] output\n"
+                       "tensor M : i32[n] output = zeros\nevent Done[n]\n"
+                       "call work = spin(z, Y, 20000, 0, 1, 0, 1) over (t) in [n] {\n    notify Done[t]\n}\n"
+                       "call once = mark(M) over (t) in [n] policy dynamic {\n    wait Done[t]\n}\n";
+    evt_module *m = h_build(prog);
+    const char *sets[] = {"n=24"};
+    char trace[64];
+    snprintf(trace, sizeof trace, "/tmp/evt-hybrid-%d.json", (int)getpid());
+    evt_run_opts o = {.sched = EVT_SCHED_HYBRID, .workers = 4, .trace_path = trace};
+    char *msg = NULL;
+    if (h_run_check(m, 1, sets, &o, 1, &msg)) fail_msg("%s", msg);
+    free(msg);
+    h_trace tr;
+    assert_int_equal(h_trace_load(trace, &tr), 0);
+    unlink(trace);
+    assert_int_equal(h_trace_count(&tr, "work("), 24);
+    assert_int_equal(h_trace_count(&tr, "once("), 24);
+    for (int i = 0; i < tr.n; i++) {
+        int dynamic_task = !strncmp(tr.t[i].name, "once(", 5);
+        /* equal work on both sides: 2 static and 2 dynamic workers */
+        if (dynamic_task != (tr.t[i].tid >= 2)) fail_msg("%s ran on worker %d", tr.t[i].name, tr.t[i].tid);
+    }
+    h_trace_free(&tr);
+    o.trace_path = NULL;
+    o.workers = 1;
+    assert_int_equal(h_run_check(m, 1, sets, &o, 1, &msg), EVT_ERR_SCHEDULE);
+    if (!msg || !strstr(msg, "needs at least 2 workers")) fail_msg("%s", msg ? msg : "");
+    free(msg);
+    evt_module_free(m);
+}
+
 static void artifacts(void **state)
 {
     (void)state;
@@ -297,6 +334,7 @@ int main(void)
         cmocka_unit_test(fusion),
         cmocka_unit_test(unfused_graph),
         cmocka_unit_test(kernel_by_kernel),
+        cmocka_unit_test(hybrid_split),
         cmocka_unit_test(artifacts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,10 +77,12 @@ static void examples_all_schedules(void **state)
         char *text = h_read_file(gl.gl_pathv[i]);
         evt_module *m = h_build(text);
         free(text);
-        for (int s = 0; s < 4; s++)
+        for (int s = 0; s < 6; s++)
             for (int w = 1; w <= 9; w += 4) {
                 evt_run_opts o = {.workers = w, .chaos = (uint32_t)(s * 7 + w), .chaos_max_ns = 5000, .timeout_s = 60};
-                o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : EVT_SCHED_STATIC;
+                o.sched = s == 2 ? EVT_SCHED_DYNAMIC : s == 3 ? EVT_SCHED_UNFUSED : s == 4 ? EVT_SCHED_KBK
+                        : s == 5 ? EVT_SCHED_HYBRID : EVT_SCHED_STATIC;
+                if (s == 5 && w < 2) o.workers = 2; /* hybrid: a static and a dynamic worker at least */
                 o.policy = s == 1 ? EVT_QUEUE_CP : EVT_QUEUE_RR;
                 o.early_push = s == 2 && w > 1;
                 o.pop_batch = 1 + w % 3;

@@ -5,7 +5,7 @@
  *   evtc schedule FILE [--set N=V]... [--workers N] [--policy rr|cp]
  *   evtc compile FILE --target c|cuda -o OUT [--emit SRC]
  *   evtc run FILE|ARTIFACT [--set N=V]... [--backend cpu|cuda|auto]
- *            [--sched static|dynamic|unfused|kbk|graph] [--policy rr|cp] [--workers N]
+ *            [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N]
  *            [--seed S] [--check] [--trace OUT.json] [--timeout SEC]
  *            [--chaos SEED] [--exact] [--early-push] [--repeat N] [--trust-counts]
  * Exit codes: 0 success, 1 failure (diagnostics, check failed, runtime
@@ -50,11 +50,11 @@ static int usage(const char *msg)
             "       evtc schedule FILE [--set NAME=VALUE]... [--workers N] [--policy rr|cp]\n"
             "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE]\n"
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
-            "                [--sched static|dynamic|unfused|kbk|graph] [--policy rr|cp] [--workers N] [--seed S]\n"
+            "                [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
             "                [--early-push] [--pop-batch K] [--repeat N] [--trust-counts]\n"
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
-            "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph] [--check] [--dump DIR]\n"
+            "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--workers N] [--seed S]\n"
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--row-events]       (ablation: per-row events between row and tile calls)\n");
@@ -96,7 +96,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--sched")) {
             NEED();
             int k = evt_sched_parse(v);
-            if (k < 0) { fprintf(stderr, "evtc: --sched %s: expected static, dynamic, unfused, kbk or graph\n", v); return 2; }
+            if (k < 0) { fprintf(stderr, "evtc: --sched %s: expected static, dynamic, unfused, kbk, graph or hybrid\n", v); return 2; }
             c->run.sched = (evt_sched_kind)k;
         }
         else if (!strcmp(a, "--backend")) { NEED(); if (!strcmp(v, "cpu")) c->backend = EVT_BACKEND_CPU; else if (!strcmp(v, "cuda")) c->backend = EVT_BACKEND_CUDA; else if (!strcmp(v, "auto")) c->backend_auto = 1; else { fprintf(stderr, "evtc: --backend %s: expected cpu, cuda or auto\n", v); return 2; } }
@@ -121,7 +121,7 @@ static int parse_args(int argc, char **argv, cli *c)
             for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
                 int k = evt_sched_parse(tok);
                 if (k < 0 || c->nalso == EVT_DECODE_MAX_ALSO) {
-                    fprintf(stderr, "evtc: --also %s: expected up to %d of static, dynamic, unfused, kbk, graph (comma-separated)\n",
+                    fprintf(stderr, "evtc: --also %s: expected up to %d of static, dynamic, unfused, kbk, graph, hybrid (comma-separated)\n",
                             v, EVT_DECODE_MAX_ALSO);
                     return 2;
                 }
@@ -313,7 +313,7 @@ static int cmd_run(cli *c)
         }
     printf("ran %s: %lld tasks, %s schedule%s on the %s backend: launch %.3f ms, bind %.3f ms%s\n", c->file,
            (long long)st.ntasks, evt_sched_name(c->run.sched),
-           c->run.sched == EVT_SCHED_STATIC || c->run.sched == EVT_SCHED_UNFUSED ? (c->run.policy == EVT_QUEUE_CP ? " (cp)" : " (rr)") : "",
+           c->run.sched == EVT_SCHED_STATIC || c->run.sched == EVT_SCHED_UNFUSED || c->run.sched == EVT_SCHED_HYBRID ? (c->run.policy == EVT_QUEUE_CP ? " (cp)" : " (rr)") : "",
            evt_backend_name(evt_module_backend(m)), st.launch_ms, st.bind_ms, st.bucket_used ? ", bucket schedule" : "");
     print_outputs(g, b);
     if (c->trace) printf("trace: %s (open in https://ui.perfetto.dev)\n", c->trace);

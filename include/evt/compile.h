@@ -51,14 +51,23 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d);
 /* STATIC, DYNAMIC, UNFUSED: one persistent megakernel. KBK: the baseline of
  * the same tiles launched kernel by kernel (one launch per call, in program
  * order, a block per task, no events); GRAPH: those launches captured once
- * per bound shape into a CUDA graph and replayed (CPU: same as KBK). */
-typedef enum evt_sched_kind { EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED, EVT_SCHED_KBK, EVT_SCHED_GRAPH } evt_sched_kind;
-/* Parses "static", "dynamic", "unfused", "kbk" or "graph"; -1 otherwise. */
+ * per bound shape into a CUDA graph and replayed (CPU: same as KBK).
+ * HYBRID: one megakernel where calls marked `policy dynamic` go through the
+ * ready queue (served by a share of the workers) and all others through
+ * static queues (the rest of the workers). */
+typedef enum evt_sched_kind {
+    EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED, EVT_SCHED_KBK, EVT_SCHED_GRAPH, EVT_SCHED_HYBRID
+} evt_sched_kind;
+#define EVT_SCHED_COUNT 6
+/* Parses "static", "dynamic", "unfused", "kbk", "graph" or "hybrid"; -1 otherwise. */
 int evt_sched_parse(const char *s);
 typedef enum evt_queue_policy { EVT_QUEUE_RR, EVT_QUEUE_CP } evt_queue_policy;
 const char *evt_sched_name(evt_sched_kind k);
 
-/* Static per-worker queues for one concrete shape, proven deadlock-free. */
+/* Static per-worker queues for one concrete shape, proven deadlock-free.
+ * evt_schedule_static_part leaves the tasks of calls with skip[c] set out of
+ * the queues (hybrid: the ready queue runs them; the proof treats them as
+ * tasks that run whenever their inputs are complete). */
 typedef struct evt_static_sched {
     int nworkers;
     int64_t *q_off;      /* [nworkers+1] */
@@ -72,6 +81,8 @@ typedef struct evt_static_sched {
  * returns EVT_ERR_SCHEDULE and names the tasks of a cycle in d. */
 evt_status evt_schedule_static(const evt_plan *p, const int64_t *sym, int nworkers,
                                evt_queue_policy policy, evt_static_sched *out, evt_diag *d);
+evt_status evt_schedule_static_part(const evt_plan *p, const int64_t *sym, int nworkers, evt_queue_policy policy,
+                                    const uint8_t *skip, evt_static_sched *out, evt_diag *d);
 /* Re-checks an existing schedule (e.g. a bucket schedule used at a smaller
  * actual shape): dependency edges ∪ queue-order edges must be acyclic. */
 evt_status evt_schedule_verify(const evt_plan *p, const int64_t *sym, const evt_static_sched *s, evt_diag *d);

@@ -253,7 +253,11 @@ EVT_PROTO int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
  * can only get there once every seed was pushed and everything pushed has
  * finished. Input arming counts as one more seed (it may push tasks). The
  * completion that reaches the goal ends the launch. */
-EVT_DEV int32_t evt_dynamic_goal(const evt_ctx *C) { return -(int32_t)(C->nseeds + EVT_INPUT_ARMING); }
+EVT_DEV int32_t evt_dynamic_goal(const evt_ctx *C)
+{
+    /* hybrid: every static queue entry is reported as one more completion */
+    return -(int32_t)(C->nseeds + EVT_INPUT_ARMING + (C->mode == EVT_MODE_HYBRID ? C->static_entries : 0));
+}
 
 /* Completions are counted locally and reported in one atomic: at the end of
  * a ticket batch and before a worker blocks. Reporting late only keeps
@@ -284,15 +288,16 @@ EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
 EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t delta)
 {
     if (C->mode == EVT_MODE_KBK) return 0; /* kernel by kernel: no events */
-    if (C->mode != EVT_MODE_DYNAMIC) { /* static: nobody acts on completion */
+    if (C->mode == EVT_MODE_STATIC) { /* nobody acts on completion */
         evt_red_notify(&C->counters[elem], delta);
         return 0;
     }
     int32_t now = evt_add_notify(&C->counters[elem], delta) + delta;
     if (now != C->target[elem]) return 0;
     evt_acquire_fence(); /* the completer reads what the other producers wrote (indptr) */
-    /* with early push, static elements credited their consumers at dispatch */
-    if (C->mode == EVT_MODE_DYNAMIC && !(C->early_push && C->target[elem] != EVT_DATA_TARGET)) {
+    /* with early push (dynamic only), static elements credited their
+       consumers at dispatch; hybrid lists hold only dynamic consumers */
+    if (!(C->mode == EVT_MODE_DYNAMIC && C->early_push && C->target[elem] != EVT_DATA_TARGET)) {
         /* many consumers (a barrier-like event): the whole block credits them
            after the task (evt_fan_out); a few: the leader does it now */
         if (C->cons_off[elem + 1] - C->cons_off[elem] > 4 && W->nfan < 8) W->fan[W->nfan++] = elem;

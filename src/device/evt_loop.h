@@ -8,6 +8,8 @@
  *       arms data-dependent events whose index tensors are program inputs.
  *
  * Static mode: worker w runs entries q[q_off[w] .. q_off[w+1]) in order.
+ * Hybrid mode: workers below C->nstatic do that, the others the dynamic loop
+ * (they pop only tasks of `policy dynamic` calls).
  * Dynamic mode: workers seed the ring with the ready tasks (seeds), then pop
  * (blocking on their ticket) until the completion that finishes the last
  * task raises `terminated` (see evt_flush_completions).
@@ -44,9 +46,18 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
        fields only after the previous task's last barrier, which every thread
        passed after reading them. An aborted launch skips its remaining tasks
        at their first wait check. */
+    int hybrid = C->mode == EVT_MODE_HYBRID;
     for (int64_t k = C->q_off[W->id]; k < C->q_off[W->id + 1]; k++) {
         uint32_t e = C->q[k];
         evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
+        if (hybrid) { /* completions may credit dynamic consumers */
+            EVT_SYNC();
+            evt_fan_out(C, W);
+        }
+    }
+    if (hybrid && EVT_LEADER) { /* this queue's entries count toward termination */
+        W->completed += (int32_t)(C->q_off[W->id + 1] - C->q_off[W->id]);
+        evt_flush_completions(C, W);
     }
 }
 
@@ -54,11 +65,12 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
 {
     if (evt_dynamic_goal(C) == 0) return; /* no task at this shape */
     if (EVT_LEADER) {
-        /* this worker's seeds: one fetch-add reserves all their positions */
-        int64_t mine = 0;
-        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) mine++;
+        /* this worker's seeds: one fetch-add reserves all their positions
+           (hybrid: the dynamic workers are [nstatic, nworkers)) */
+        int64_t first = W->id - C->nstatic, stride = C->nworkers - C->nstatic, mine = 0;
+        for (int64_t k = first; k < C->nseeds; k += stride) mine++;
         int64_t pos = mine ? evt_add64_relaxed(&C->ring->enq, mine) : 0;
-        for (int64_t k = W->id; k < C->nseeds; k += C->nworkers) evt_ring_put(C, pos++, C->seeds[k]);
+        for (int64_t k = first; k < C->nseeds; k += stride) evt_ring_put(C, pos++, C->seeds[k]);
     }
     for (;;) {
         if (EVT_LEADER) {
@@ -106,13 +118,13 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
         evt_arm_inputs(C, W);
         EVT_SYNC();
         evt_fan_out(C, W);
-        /* arming input events was the launch's extra "seed" (dynamic) */
-        if (EVT_INPUT_ARMING && C->mode == EVT_MODE_DYNAMIC && EVT_LEADER) {
+        /* arming input events was the launch's extra "seed" (dynamic, hybrid) */
+        if (EVT_INPUT_ARMING && C->mode != EVT_MODE_STATIC && EVT_LEADER) {
             W->completed++;
             evt_flush_completions(C, W);
         }
     }
-    if (C->mode == EVT_MODE_STATIC) evt_run_static(C, W);
+    if (C->mode == EVT_MODE_STATIC || (C->mode == EVT_MODE_HYBRID && worker_id < C->nstatic)) evt_run_static(C, W);
     else evt_run_dynamic(C, W);
 
     /* The last worker out checks the counters and re-arms the state. */

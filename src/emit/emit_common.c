@@ -141,7 +141,7 @@ static void emit_trigger_credit(evt_printer *o, const evt_plan *p)
 {
     const evt_graph *g = p->g;
     evt_pr(o, "EVT_NOINLINE void evt_trig(const evt_ctx *C, evt_worker *W, int ev, int64_t x)\n{\n");
-    evt_pr(o, "    if (C->mode != EVT_MODE_DYNAMIC) return;\n    switch (ev) {\n");
+    evt_pr(o, "    if (C->mode != EVT_MODE_DYNAMIC && C->mode != EVT_MODE_HYBRID) return;\n    switch (ev) {\n");
     for (int ev = 0; ev < g->nevents; ev++) {
         if (!p->ev[ev].ntrigger_consumers) continue;
         evt_pr(o, "    case %d:\n", ev);

@@ -15,13 +15,13 @@
 
 const char *evt_sched_name(evt_sched_kind k)
 {
-    static const char *names[] = {"static", "dynamic", "unfused", "kbk", "graph"};
-    return (unsigned)k < 5 ? names[k] : "?";
+    static const char *names[EVT_SCHED_COUNT] = {"static", "dynamic", "unfused", "kbk", "graph", "hybrid"};
+    return (unsigned)k < EVT_SCHED_COUNT ? names[k] : "?";
 }
 
 int evt_sched_parse(const char *s)
 {
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < EVT_SCHED_COUNT; k++)
         if (!strcmp(s, evt_sched_name((evt_sched_kind)k))) return k;
     return -1;
 }
@@ -32,7 +32,8 @@ void evt_static_sched_free(evt_static_sched *s)
     memset(s, 0, sizeof *s);
 }
 
-/* Builds queues from an assignment (worker of each task) and an order. */
+/* Builds queues from an assignment (worker of each task, -1: not queued)
+ * and an order. */
 static evt_status fill_queues(const evt_shape *s, int nworkers, const int32_t *worker,
                               const int64_t *order, evt_static_sched *out)
 {
@@ -45,13 +46,15 @@ static evt_status fill_queues(const evt_shape *s, int nworkers, const int32_t *w
     out->ext = malloc(g->ncalls * 4 * sizeof(int64_t) + 1);
     if (!out->q_off || !out->q || !out->ext) { evt_static_sched_free(out); return EVT_ERR_NOMEM; }
     memcpy(out->ext, s->ext, g->ncalls * 4 * sizeof(int64_t));
-    for (int64_t t = 0; t < s->ntasks; t++) out->q_off[worker[t] + 1]++;
+    for (int64_t t = 0; t < s->ntasks; t++)
+        if (worker[t] >= 0) out->q_off[worker[t] + 1]++;
     for (int w = 0; w < nworkers; w++) out->q_off[w + 1] += out->q_off[w];
     int64_t *fill = malloc((nworkers + 1) * sizeof(int64_t));
     if (!fill) { evt_static_sched_free(out); return EVT_ERR_NOMEM; }
     memcpy(fill, out->q_off, nworkers * sizeof(int64_t));
     for (int64_t k = 0; k < s->ntasks; k++) {
         int64_t t = order[k];
+        if (worker[t] < 0) continue;
         int64_t c = evt_shape_call_of(s, t);
         out->q[fill[worker[t]]++] = (uint32_t)(c << EVT_QCALL_SHIFT) | (uint32_t)(t - s->task_base[c]);
     }
@@ -198,6 +201,12 @@ evt_status evt_schedule_verify(const evt_plan *p, const int64_t *sym, const evt_
 evt_status evt_schedule_static(const evt_plan *p, const int64_t *sym, int nworkers,
                                evt_queue_policy policy, evt_static_sched *out, evt_diag *d)
 {
+    return evt_schedule_static_part(p, sym, nworkers, policy, NULL, out, d);
+}
+
+evt_status evt_schedule_static_part(const evt_plan *p, const int64_t *sym, int nworkers, evt_queue_policy policy,
+                                    const uint8_t *skip, evt_static_sched *out, evt_diag *d)
+{
     memset(out, 0, sizeof *out);
     if (nworkers < 1)
         return evt_diag_error(d, EVT_ERR_SCHEDULE, (evt_loc){0, 0}, "need at least one worker");
@@ -212,10 +221,18 @@ evt_status evt_schedule_static(const evt_plan *p, const int64_t *sym, int nworke
     double makespan = 0;
     if (!worker || !order) st = EVT_ERR_NOMEM;
     else if (policy == EVT_QUEUE_RR) {
-        for (int64_t t = 0; t < s.ntasks; t++) { worker[t] = (int32_t)(t % nworkers); order[t] = t; }
+        int64_t k = 0;
+        for (int64_t t = 0; t < s.ntasks; t++) { worker[t] = (int32_t)(k++ % nworkers); order[t] = t; }
     } else {
         st = policy_cp(&tg, nworkers, worker, order, &makespan);
         if (st == EVT_ERR_SCHEDULE) evt_taskgraph_check(&tg, NULL, "the task graph", d);
+    }
+    if (!st && skip) { /* round robin over the queued tasks only */
+        int64_t k = 0;
+        for (int64_t t = 0; t < s.ntasks; t++) {
+            if (skip[evt_shape_call_of(&s, t)]) worker[t] = -1;
+            else if (policy == EVT_QUEUE_RR) worker[t] = (int32_t)(k++ % nworkers);
+        }
     }
     if (!st) st = fill_queues(&s, nworkers, worker, order, out);
     out->makespan = makespan;

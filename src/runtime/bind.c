@@ -31,12 +31,13 @@ int evt_bucket_shape(const evt_graph *g, const int64_t *sym, int64_t *out)
 
 static void count_elem(void *user, int64_t elem) { ((int32_t *)user)[elem]++; }
 
-typedef struct csr_fill { evt_bound *b; int pass; int64_t task; int64_t *fill; int occurrences; } csr_fill;
+typedef struct csr_fill { evt_bound *b; int pass; int64_t task; int64_t *fill; int occurrences, record; } csr_fill;
 static void cons_elem(void *user, int64_t elem)
 {
     csr_fill *f = user;
     if (f->b->target[elem] == 0) return; /* complete from the start */
     f->occurrences++;
+    if (!f->record) return;
     if (f->pass == 0) f->b->cons_off[elem + 1]++;
     else f->b->cons[f->fill[elem]++] = (int32_t)f->task;
 }
@@ -93,7 +94,10 @@ static evt_status bind_targets(const evt_plan *p, evt_bound *b, evt_diag *d)
     return EVT_OK;
 }
 
-static evt_status bind_dynamic(const evt_plan *p, evt_bound *b)
+/* Consumer lists, pending targets and seeds of the tasks of calls with
+ * dyn[c] set (NULL: every call). Other tasks are never pushed: they are not
+ * in any list and their pending target (-1) is never reached. */
+static evt_status bind_dynamic(const evt_plan *p, const uint8_t *dyn, evt_bound *b)
 {
     const evt_graph *g = p->g;
     const evt_shape *s = &b->s;
@@ -118,13 +122,14 @@ static evt_status bind_dynamic(const evt_plan *p, evt_bound *b)
                 evt_shape_decode(&s->ext[c * 4], call->rank, lin, coord);
                 f.task = s->task_base[c] + lin;
                 f.occurrences = 0;
+                f.record = !dyn || dyn[c];
                 for (int k = 0; k < call->nedges; k++) {
                     const evt_edge *e = &call->edges[k];
                     if (e->kind != EVT_WAIT) continue;
                     if (e->trigger) { f.occurrences++; continue; }
                     evt_edge_elems(s, call, e, coord, &env, cons_elem, &f, NULL);
                 }
-                b->pend_target[f.task] = f.occurrences;
+                b->pend_target[f.task] = f.record ? f.occurrences : -1;
             }
         }
     }
@@ -133,6 +138,66 @@ static evt_status bind_dynamic(const evt_plan *p, evt_bound *b)
     for (int64_t t = 0; t < s->ntasks; t++)
         if (b->pend_target[t] == 0) b->seeds[b->nseeds++] = (int32_t)t;
     return EVT_OK;
+}
+
+static evt_status bind_static(const evt_plan *p, const int64_t *sym, int nworkers, evt_queue_policy policy,
+                              int exact_shape, const uint8_t *skip, evt_bound *b, evt_diag *d)
+{
+    int64_t *bsym = calloc(p->g->nsyms + 1, sizeof(int64_t));
+    if (!bsym) return EVT_ERR_NOMEM;
+    int differs = evt_bucket_shape(p->g, sym, bsym) && !exact_shape;
+    evt_status st = evt_schedule_static_part(p, differs ? bsym : sym, nworkers, policy, skip, &b->q, d);
+    if (!st && differs) {
+        b->bucket_used = 1;
+        st = evt_schedule_verify(p, sym, &b->q, d); /* restriction to the actual shape */
+    }
+    free(bsym);
+    return st;
+}
+
+/* Hybrid: calls marked `policy dynamic` go to the ready queue, the others to
+ * static queues. Workers are split by the calls' share of the estimated work
+ * (tasks x cost), at least one on each side when both have tasks. */
+static evt_status bind_hybrid(const evt_plan *p, const int64_t *sym, int nworkers, evt_queue_policy policy,
+                              int exact_shape, evt_bound *b, evt_diag *d)
+{
+    const evt_graph *g = p->g;
+    const evt_shape *s = &b->s;
+    uint8_t *dyn = calloc(g->ncalls + 1, 1);
+    if (!dyn) return EVT_ERR_NOMEM;
+    double work_dyn = 0, work_all = 0;
+    int64_t ndyn_tasks = 0;
+    for (int c = 0; c < g->ncalls; c++) {
+        int64_t n = s->task_base[c + 1] - s->task_base[c];
+        dyn[c] = g->calls[c]->policy == EVT_POLICY_DYNAMIC;
+        double w = (double)n * (double)(g->calls[c]->cost > 0 ? g->calls[c]->cost : 1);
+        work_all += w;
+        if (dyn[c]) { work_dyn += w; ndyn_tasks += n; }
+    }
+    int64_t nstat_tasks = s->ntasks - ndyn_tasks;
+    int nstatic = nworkers;
+    evt_status st = EVT_OK;
+    if (ndyn_tasks > 0 && nstat_tasks == 0) nstatic = 0;
+    else if (ndyn_tasks > 0) {
+        if (nworkers < 2) {
+            free(dyn);
+            return evt_diag_error(d, EVT_ERR_SCHEDULE, (evt_loc){0, 0},
+                                  "hybrid schedule: static and dynamic calls both have tasks, which needs at least 2 workers (got %d)",
+                                  nworkers);
+        }
+        int nd = (int)(nworkers * work_dyn / work_all + 0.5);
+        if (nd < 1) nd = 1;
+        if (nd > nworkers - 1) nd = nworkers - 1;
+        nstatic = nworkers - nd;
+    }
+    if (nstatic > 0) st = bind_static(p, sym, nstatic, policy, exact_shape, dyn, b, d);
+    if (!st) st = bind_dynamic(p, dyn, b);
+    if (!st) {
+        b->nstatic = nstatic;
+        b->static_entries = nstatic > 0 ? b->q.q_off[nstatic] : 0;
+    }
+    free(dyn);
+    return st;
 }
 
 /* Kernel by kernel runs the calls in program order with nothing inside a
@@ -171,17 +236,11 @@ evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched,
     evt_status st = evt_shape_init(&b->s, p, sym, d);
     if (st) return st;
     st = bind_targets(p, b, d);
-    if (!st && sched == EVT_SCHED_DYNAMIC) st = bind_dynamic(p, b);
+    if (!st && sched == EVT_SCHED_DYNAMIC) st = bind_dynamic(p, NULL, b);
+    if (!st && sched == EVT_SCHED_HYBRID) st = bind_hybrid(p, sym, nworkers, policy, exact_shape, b, d);
     if (!st && (sched == EVT_SCHED_KBK || sched == EVT_SCHED_GRAPH)) st = check_kbk_order(p->g, d);
     if (!st && (sched == EVT_SCHED_STATIC || sched == EVT_SCHED_UNFUSED)) {
-        int64_t *bsym = calloc(p->g->nsyms + 1, sizeof(int64_t));
-        int differs = evt_bucket_shape(p->g, sym, bsym) && !exact_shape;
-        st = evt_schedule_static(p, differs ? bsym : sym, nworkers, policy, &b->q, d);
-        if (!st && differs) {
-            b->bucket_used = 1;
-            st = evt_schedule_verify(p, sym, &b->q, d); /* restriction to the actual shape */
-        }
-        free(bsym);
+        st = bind_static(p, sym, nworkers, policy, exact_shape, NULL, b, d);
         /* launch only the workers that have something to do: trailing empty
            queues would cost a block each for nothing (small shapes) */
         if (!st) {
@@ -214,7 +273,10 @@ void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
     C->target = b->target;
     C->nworkers = b->nworkers;
     C->mode = b->sched == EVT_SCHED_DYNAMIC ? EVT_MODE_DYNAMIC
-            : b->sched == EVT_SCHED_KBK || b->sched == EVT_SCHED_GRAPH ? EVT_MODE_KBK : EVT_MODE_STATIC;
+            : b->sched == EVT_SCHED_KBK || b->sched == EVT_SCHED_GRAPH ? EVT_MODE_KBK
+            : b->sched == EVT_SCHED_HYBRID ? EVT_MODE_HYBRID : EVT_MODE_STATIC;
+    C->nstatic = b->nstatic;
+    C->static_entries = b->static_entries;
     C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext;
     C->cons_off = b->cons_off; C->cons = b->cons; C->pend_target = b->pend_target;
     C->seeds = b->seeds; C->nseeds = b->nseeds;

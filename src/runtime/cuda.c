@@ -466,7 +466,7 @@ static evt_status upload_bound(evt_bind_entry *be, const evt_graph *g, evt_diag 
     evt_ctx h;
     memset(&h, 0, sizeof h);
     evt_bound_fill_ctx(b, &h);
-    int64_t nc = b->s.ncounters, nt = b->s.ntasks, nw = b->nworkers;
+    int64_t nc = b->s.ncounters, nt = b->s.ntasks, nq = b->q.nworkers; /* hybrid: fewer queues than workers */
     struct { const void *host; size_t bytes; const void **slot; } part[] = {
         {h.sym, g->nsyms * sizeof(int64_t), (const void **)&h.sym},
         {h.ext, g->ncalls * 4 * sizeof(int64_t), (const void **)&h.ext},
@@ -474,8 +474,8 @@ static evt_status upload_bound(evt_bind_entry *be, const evt_graph *g, evt_diag 
         {h.ev_base, (g->nevents + 1) * sizeof(int64_t), (const void **)&h.ev_base},
         {h.ev_dim, g->nevents * 4 * sizeof(int64_t), (const void **)&h.ev_dim},
         {h.target, nc * sizeof(int32_t), (const void **)&h.target},
-        {h.q_off, h.q_off ? (nw + 1) * sizeof(int64_t) : 0, (const void **)&h.q_off},
-        {h.q, h.q && h.q_off ? (size_t)b->q.q_off[nw] * sizeof(uint32_t) : 0, (const void **)&h.q},
+        {h.q_off, h.q_off ? (nq + 1) * sizeof(int64_t) : 0, (const void **)&h.q_off},
+        {h.q, h.q && h.q_off ? (size_t)b->q.q_off[nq] * sizeof(uint32_t) : 0, (const void **)&h.q},
         {h.qext, h.qext ? g->ncalls * 4 * sizeof(int64_t) : 0, (const void **)&h.qext},
         {h.cons_off, h.cons_off ? (nc + 1) * sizeof(int64_t) : 0, (const void **)&h.cons_off},
         {h.cons, h.cons && h.cons_off ? (size_t)b->cons_off[nc] * sizeof(int32_t) : 0, (const void **)&h.cons},

@@ -279,12 +279,13 @@ evt_status evt_module_run(evt_module *m, const int64_t *sym, evt_buffers *b, con
             return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "symbol %s = %lld is outside [%lld, %lld]", g->syms[i]->name,
                                   (long long)sym[i], (long long)g->syms[i]->lo, (long long)g->syms[i]->hi);
     int nworkers = o->workers > 0 ? o->workers : ops(m)->default_workers(m, o);
-    if ((unsigned)o->sched > EVT_SCHED_GRAPH)
+    if ((unsigned)o->sched >= EVT_SCHED_COUNT)
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "unknown schedule kind %d", (int)o->sched);
     /* unfused is the static schedule of variant 1 */
     evt_sched_kind sched = o->sched == EVT_SCHED_UNFUSED ? EVT_SCHED_STATIC : o->sched;
-    int policy = sched == EVT_SCHED_STATIC ? (int)o->policy : 0;
-    int exact = sched == EVT_SCHED_STATIC ? o->exact_shape : 0;
+    int queued = sched == EVT_SCHED_STATIC || sched == EVT_SCHED_HYBRID;
+    int policy = queued ? (int)o->policy : 0;
+    int exact = queued ? o->exact_shape : 0;
     evt_bind_entry *be = lookup(m, variant, sym, sched, nworkers, policy, exact);
     stats->cache_hit = be != NULL;
     if (!be) {
