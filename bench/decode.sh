@@ -27,7 +27,7 @@ LOG=${OUT:-/tmp/evt-decode}
 mkdir -p "$LOG"
 MODELS=${MODELS:-"qwen3-0.6b qwen3-8b"}
 BATCHES=${BATCHES:-"1 8 32 64"}
-SCHEDS=${SCHEDS:-"static dynamic unfused kbk graph"}
+SCHEDS=${SCHEDS:-"static dynamic unfused hybrid kbk graph"}
 PEERS=${PEERS:-hand}
 CTX=${CTX:-512}
 STEPS=${STEPS:-2}

@@ -240,6 +240,7 @@ static void config_and_program(void **state)
        the ablation keeps per-row elements */
     assert_non_null(strstr(text, "    wait e0_H[0]\n    notify e0_QKV[nb]"));
     assert_null(strstr(text, "for r in [B]"));
+    assert_non_null(strstr(text, "over (b, h, s) in [B, 4, 4] policy dynamic {")); /* attention: the ready queue under hybrid */
     free(text);
     o.row_events = 1;
     text = evt_qwen3_program(&c, &o, &d);
@@ -252,8 +253,8 @@ static void config_and_program(void **state)
 static void tiny_decode(void **state)
 {
     (void)state;
-    evt_sched_kind s[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED, EVT_SCHED_KBK, EVT_SCHED_GRAPH};
-    for (int k = 0; k < 5; k++) {
+    evt_sched_kind s[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED, EVT_SCHED_KBK, EVT_SCHED_GRAPH, EVT_SCHED_HYBRID};
+    for (int k = 0; k < 6; k++) {
         evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 1 + 3 * k, .ctx = 20 + k, .steps = 3,
                              .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1};
         o.run.sched = s[k];
@@ -273,14 +274,14 @@ static void tiny_decode(void **state)
        same tiles in another order give bitwise the same logits on the CPU */
     {
         evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 5, .ctx = 17, .steps = 2,
-                             .backend = EVT_BACKEND_CPU, .quiet = 1, .nalso = 4,
-                             .also = {EVT_SCHED_KBK, EVT_SCHED_GRAPH, EVT_SCHED_UNFUSED, EVT_SCHED_DYNAMIC}};
+                             .backend = EVT_BACKEND_CPU, .quiet = 1, .nalso = 5,
+                             .also = {EVT_SCHED_KBK, EVT_SCHED_GRAPH, EVT_SCHED_UNFUSED, EVT_SCHED_DYNAMIC, EVT_SCHED_HYBRID}};
         o.run.workers = 3;
         evt_decode_result r;
         evt_diag d;
         evt_diag_init(&d, "decode");
         if (evt_decode(&o, &r, &d)) fail_msg("%s", d.text);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 5; k++) {
             assert_true(r.also_ms[k] > 0);
             if (r.also_logit_err[k] != 0 || r.also_next_diff[k] != 0)
                 fail_msg("%s: logits differ by %g, %lld next tokens differ", evt_sched_name(o.also[k]), r.also_logit_err[k],

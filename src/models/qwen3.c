@@ -14,6 +14,9 @@
  *   dn     linear_res(a, Wd, xa) -> x_{i+1}  over (nb) waits A_i[0]        notifies X_{i+1}[0]
  * then the final norm, the LM head (tiles of the vocabulary), a per-chunk
  * argmax waiting only on its LM-head tile, and the final argmax.
+ * Attention splits carry `policy dynamic`: their length follows each
+ * request's position, so under the hybrid schedule they go through the ready
+ * queue while the GEMVs keep their static queues (other schedules ignore it).
  * Events between a row-wise call and a column-tiled one are single counters
  * (X, H, XA, H2, HF: count B or the number of tiles): a row of x needs every
  * column tile and a tile needs every row, so per-row elements would only
@@ -218,7 +221,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
           "    wait e%lld_QKV[(%lld + g) * %lld + f] for f in [%lld]\n    wait e%lld_QKV[(%lld + g) * %lld + f] for f in [%lld]\n"
           "    notify e%lld_KV[b, g]\n}\n",
           i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, i, (long long)nh, qs, qs, i, (long long)(nh + nkv), qs, qs, i);
-        P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %lld] {\n"
+        P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %lld] policy dynamic {\n"
           "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h]\n}\n",
           i, i, i, i, i, (long long)nh, (long long)S, i, i, (long long)G, i);
         P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait e%lld_P[b, h]\n    notify e%lld_AT[0]\n}\n",

@@ -5,7 +5,7 @@
 #
 # 1. builds the library, the CLI and tests/gpu/gpucheck.c; compiles every
 #    example and tests/gpu/progs/*.evt to a CUDA artifact (nvcc runs only here)
-# 2. every example x {static, dynamic, unfused, kbk, graph} x seeds through
+# 2. every example x {static, dynamic, unfused, hybrid, kbk, graph} x seeds through
 #    `evtc run ART --backend cuda --check` (fresh random inputs, poisoned
 #    outputs, relative error against the sequential reference)
 # 3. more shapes and worker counts (gpucheck check: GPU vs the CPU backend)
@@ -71,7 +71,7 @@ done
 
 say "== examples x schedules x seeds (evtc run --backend cuda --check)"
 for a in $ART/*.evtm; do
-    for s in static dynamic unfused; do
+    for s in static dynamic unfused hybrid; do
         for seed in 1 2 3; do
             want="check: ok" check "$(basename $a .evtm) $s seed=$seed" build/evtc run "$a" --backend cuda --sched $s --seed $seed --check
         done
