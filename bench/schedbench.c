@@ -180,15 +180,19 @@ int main(int argc, char **argv)
         char path[256];
         snprintf(path, sizeof path, "%s/split_rowsum.evt", ex);
         evt_module *m = build_file(path, &d);
-        printf("### Split row sum, megakernel (%d workers), us per launch\n\n| n | static | dynamic | unfused | static, 4 workers/SM |\n|---|---|---|---|---|\n", sms);
+        printf("### Split row sum, megakernel (%d workers) vs the same two tiles kernel by kernel and in a CUDA graph, us per launch\n\n"
+               "| n | static | dynamic | unfused | static, 4 workers/SM | kbk | graph |\n|---|---|---|---|---|---|---|\n", sms);
         for (int n = 1; n <= 16384; n *= 4) {
             char s[32];
             snprintf(s, sizeof s, "n=%d", n);
             const char *sets[] = {s};
-            double t[4];
+            double t[6];
             for (int k = 0; k < 3; k++) t[k] = timeit(m, 1, sets, (evt_sched_kind)k, 0, n > 1000 ? 20 : 100, &d);
             t[3] = timeit(m, 1, sets, EVT_SCHED_STATIC, 4 * sms, n > 1000 ? 20 : 100, &d);
-            printf("| %d | %.2f | %.2f | %.2f | %.2f |\n", n, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3, t[3] * 1e3);
+            t[4] = timeit(m, 1, sets, EVT_SCHED_KBK, 0, n > 1000 ? 20 : 100, &d);
+            t[5] = timeit(m, 1, sets, EVT_SCHED_GRAPH, 0, n > 1000 ? 20 : 100, &d);
+            printf("| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", n, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3, t[3] * 1e3,
+                   t[4] * 1e3, t[5] * 1e3);
         }
         printf("\n");
         evt_module_free(m);

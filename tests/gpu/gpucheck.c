@@ -2,7 +2,7 @@
  *
  *   gpucheck build IN.evt OUT.evtm [trust]     compile for CUDA (+ unfused), save
  *   gpucheck check FILE [opts]                 GPU vs CPU reference, relative error
- *       --sched static,dynamic,unfused  --seeds 1,2,3  --set NAME=V (repeat)
+ *       --sched static,dynamic,unfused,hybrid,kbk,graph  --seeds 1,2,3  --set NAME=V (repeat)
  *       --workers 0,7  --chaos SEED  --rtol 1e-4  --tag NAME
  *   gpucheck many FILE N SEED                  N launches, random shapes, each checked;
  *                                              asserts zero nvcc runs after load
@@ -110,7 +110,7 @@ static int split_list(char *s, char **out, int max)
 static int cmd_check(int argc, char **argv)
 {
     const char *path = argv[2];
-    char scheds_s[64] = "static,dynamic,unfused", seeds_s[256] = "1,2,3", workers_s[128] = "0";
+    char scheds_s[64] = "static,dynamic,unfused,hybrid", seeds_s[256] = "1,2,3", workers_s[128] = "0";
     const char *sets[16];
     int nsets = 0;
     uint32_t chaos = 0;
@@ -137,13 +137,14 @@ static int cmd_check(int argc, char **argv)
     int64_t sym[64];
     if (evt_shape_parse(evt_module_graph(m), nsets, sets, sym, &d)) { fail(tag, d.text); return 1; }
     int64_t before = evt_cuda_compile_count();
-    char *scheds[4], *seeds[32], *workers[8];
-    int ns = split_list(scheds_s, scheds, 4), nseed = split_list(seeds_s, seeds, 32), nw = split_list(workers_s, workers, 8);
+    char *scheds[8], *seeds[32], *workers[8];
+    int ns = split_list(scheds_s, scheds, 8), nseed = split_list(seeds_s, seeds, 32), nw = split_list(workers_s, workers, 8);
     for (int w = 0; w < nw; w++)
         for (int s = 0; s < ns; s++)
             for (int k = 0; k < nseed; k++) {
                 evt_run_opts o = {0};
-                o.sched = !strcmp(scheds[s], "dynamic") ? EVT_SCHED_DYNAMIC : !strcmp(scheds[s], "unfused") ? EVT_SCHED_UNFUSED : EVT_SCHED_STATIC;
+                int k = evt_sched_parse(scheds[s]);
+                o.sched = k < 0 ? EVT_SCHED_STATIC : (evt_sched_kind)k;
                 o.workers = atoi(workers[w]);
                 o.chaos = chaos ? chaos + (uint32_t)k : 0;
                 o.timeout_s = 10;
@@ -191,7 +192,8 @@ static int cmd_many(int argc, char **argv)
             sym[s] = lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
         }
         evt_run_opts o = {0};
-        o.sched = (evt_sched_kind)(i % 3);
+        static const evt_sched_kind cycle[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_UNFUSED, EVT_SCHED_HYBRID};
+        o.sched = cycle[i % 4];
         o.timeout_s = 10;
         char why[4096];
         evt_run_stats st;
