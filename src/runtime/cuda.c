@@ -1,9 +1,10 @@
 /* cuda.c — the GPU backend: builds the generated CUDA into a cubin with nvcc
  * (sm_90a), loads it through the CUDA driver API, and runs one cooperative
- * launch of the persistent megakernel (one block per worker).
+ * launch of the persistent megakernel (one block per worker), or the
+ * kernel-by-kernel / CUDA-graph baselines of the same tiles.
  *
- * The driver is opened at run time (dlopen("libcuda.so.1")): the library
- * links and runs on machines without a GPU, where every launch returns
+ * The driver is opened at run time (cuda_driver.c): the library links and
+ * runs on machines without a GPU, where every launch returns
  * EVT_ERR_NO_DEVICE. Building needs only nvcc ($NVCC or nvcc on PATH);
  * loading a module on a machine without a driver is deferred (the cubin is
  * kept) so artifacts can be built and saved there.
@@ -20,7 +21,6 @@
  * Per bind entry (be->dev): one blob with every bound array (targets, queues,
  * consumer lists...), uploaded once when the shape is first launched.
  */
-#include <dlfcn.h>
 #include <stddef.h>
 #include <sys/wait.h>
 #include <pthread.h>
@@ -32,194 +32,10 @@
 #include <unistd.h>
 #include "runtime/module.h"
 #include "runtime/kcache.h"
-
-/* ---- the few driver API types and constants we need (stable ABI) ---- */
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-typedef struct CUgraph_st *CUgraph;
-typedef struct CUgraphExec_st *CUgraphExec;
-typedef unsigned long long CUdeviceptr;
-#define CUDA_SUCCESS 0
-#define CUDA_ERROR_NOT_READY 600
-#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-#define CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH 95
-#define CU_STREAM_NON_BLOCKING 1
-#define CU_EVENT_DEFAULT 0
-#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
-
-typedef struct cu_api {
-    CUresult (*Init)(unsigned);
-    CUresult (*DeviceGetCount)(int *);
-    CUresult (*DeviceGet)(CUdevice *, int);
-    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
-    CUresult (*DeviceGetName)(char *, int, CUdevice);
-    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*ModuleLoadData)(CUmodule *, const void *);
-    CUresult (*ModuleUnload)(CUmodule);
-    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
-    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
-    CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                        unsigned, CUstream, void **);
-    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
-    CUresult (*StreamBeginCapture)(CUstream, int);
-    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
-    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
-    CUresult (*GraphExecDestroy)(CUgraphExec);
-    CUresult (*GraphDestroy)(CUgraph);
-    CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
-    CUresult (*StreamCreate)(CUstream *, unsigned);
-    CUresult (*StreamQuery)(CUstream);
-    CUresult (*EventCreate)(CUevent *, unsigned);
-    CUresult (*EventRecord)(CUevent, CUstream);
-    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
-    CUresult (*EventDestroy)(CUevent);
-    CUresult (*GetErrorName)(CUresult, const char **);
-    CUresult (*GetErrorString)(CUresult, const char **);
-} cu_api;
-
-/* process-wide driver state */
-static struct {
-    pthread_once_t once;
-    int ok;
-    char why[256];
-    void *lib;
-    cu_api cu;
-    CUdevice dev;
-    CUcontext ctx;
-    int sms, cc_major, cc_minor, coop;
-    char name[128];
-    CUstream stream;       /* launches (blocking w.r.t. the legacy stream) */
-    CUstream side;         /* non-blocking: raises the abort flag of a stuck launch */
-} G = {.once = PTHREAD_ONCE_INIT};
+#include "runtime/cuda_driver.h"
 
 static int64_t g_compiles; /* nvcc invocations in this process */
 static int64_t g_captures; /* CUDA graphs captured (the graph baseline) */
-
-static const char *cu_name(CUresult r)
-{
-    const char *s = NULL;
-    if (G.cu.GetErrorName && G.cu.GetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
-    return "CUDA_ERROR_?";
-}
-static const char *cu_string(CUresult r)
-{
-    const char *s = NULL;
-    if (G.cu.GetErrorString && G.cu.GetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
-    return "";
-}
-
-static void driver_init(void)
-{
-    const char *libname = getenv("EVT_LIBCUDA");
-    G.lib = dlopen(libname && *libname ? libname : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!G.lib) { snprintf(G.why, sizeof G.why, "no CUDA driver / GPU found (libcuda.so.1 not loadable)"); return; }
-#define SYM(field, name)                                                                     \
-    do {                                                                                     \
-        *(void **)&G.cu.field = dlsym(G.lib, name);                                          \
-        if (!G.cu.field) { snprintf(G.why, sizeof G.why, "no CUDA driver / GPU found (driver lacks %s)", name); return; } \
-    } while (0)
-    SYM(Init, "cuInit");
-    SYM(DeviceGetCount, "cuDeviceGetCount");
-    SYM(DeviceGet, "cuDeviceGet");
-    SYM(DeviceGetAttribute, "cuDeviceGetAttribute");
-    SYM(DeviceGetName, "cuDeviceGetName");
-    SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    SYM(CtxSetCurrent, "cuCtxSetCurrent");
-    SYM(ModuleLoadData, "cuModuleLoadData");
-    SYM(ModuleUnload, "cuModuleUnload");
-    SYM(ModuleGetFunction, "cuModuleGetFunction");
-    SYM(MemAlloc, "cuMemAlloc_v2");
-    SYM(MemFree, "cuMemFree_v2");
-    SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
-    SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
-    SYM(MemsetD8, "cuMemsetD8_v2");
-    SYM(MemsetD32Async, "cuMemsetD32Async");
-    SYM(LaunchCooperativeKernel, "cuLaunchCooperativeKernel");
-    SYM(LaunchKernel, "cuLaunchKernel");
-    SYM(StreamBeginCapture, "cuStreamBeginCapture_v2");
-    SYM(StreamEndCapture, "cuStreamEndCapture");
-    SYM(GraphInstantiate, "cuGraphInstantiateWithFlags");
-    SYM(GraphLaunch, "cuGraphLaunch");
-    SYM(GraphExecDestroy, "cuGraphExecDestroy");
-    SYM(GraphDestroy, "cuGraphDestroy");
-    SYM(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-    SYM(StreamCreate, "cuStreamCreate");
-    SYM(StreamQuery, "cuStreamQuery");
-    SYM(EventCreate, "cuEventCreate");
-    SYM(EventRecord, "cuEventRecord");
-    SYM(EventElapsedTime, "cuEventElapsedTime");
-    SYM(EventDestroy, "cuEventDestroy_v2");
-    SYM(GetErrorName, "cuGetErrorName");
-    SYM(GetErrorString, "cuGetErrorString");
-#undef SYM
-    CUresult r;
-    int n = 0;
-    if ((r = G.cu.Init(0)) != CUDA_SUCCESS || (r = G.cu.DeviceGetCount(&n)) != CUDA_SUCCESS || n == 0) {
-        snprintf(G.why, sizeof G.why, "no CUDA driver / GPU found (cuInit/cuDeviceGetCount: %s, %d devices)",
-                 r ? cu_name(r) : "ok", n);
-        return;
-    }
-    const char *want = getenv("EVT_CUDA_DEVICE");
-    int ord = want && *want ? atoi(want) : 0;
-#define TRY(call)                                                                                   \
-    do {                                                                                            \
-        if ((r = (call)) != CUDA_SUCCESS) {                                                         \
-            snprintf(G.why, sizeof G.why, "CUDA initialisation failed: %s: %s", #call, cu_name(r)); \
-            return;                                                                                 \
-        }                                                                                           \
-    } while (0)
-    TRY(G.cu.DeviceGet(&G.dev, ord));
-    TRY(G.cu.DeviceGetAttribute(&G.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, G.dev));
-    TRY(G.cu.DeviceGetAttribute(&G.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, G.dev));
-    TRY(G.cu.DeviceGetAttribute(&G.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, G.dev));
-    TRY(G.cu.DeviceGetAttribute(&G.coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, G.dev));
-    TRY(G.cu.DeviceGetName(G.name, sizeof G.name - 1, G.dev));
-    TRY(G.cu.DevicePrimaryCtxRetain(&G.ctx, G.dev));
-    TRY(G.cu.CtxSetCurrent(G.ctx));
-    TRY(G.cu.StreamCreate(&G.stream, 0));
-    TRY(G.cu.StreamCreate(&G.side, CU_STREAM_NON_BLOCKING));
-#undef TRY
-    if (G.cc_major != 9) {
-        snprintf(G.why, sizeof G.why, "GPU %s has compute capability %d.%d; kernels are built for sm_90a (Hopper)",
-                 G.name, G.cc_major, G.cc_minor);
-        return;
-    }
-    if (!G.coop) { snprintf(G.why, sizeof G.why, "GPU %s does not support cooperative launches", G.name); return; }
-    G.ok = 1;
-}
-
-/* Makes the driver usable on this thread; EVT_ERR_NO_DEVICE otherwise. */
-static evt_status driver(evt_diag *d)
-{
-    pthread_once(&G.once, driver_init);
-    if (!G.ok) return evt_diag_error(d, EVT_ERR_NO_DEVICE, (evt_loc){0, 0}, "%s", G.why);
-    CUresult r = G.cu.CtxSetCurrent(G.ctx);
-    if (r) return evt_diag_error(d, EVT_ERR_NO_DEVICE, (evt_loc){0, 0}, "cuCtxSetCurrent: %s", cu_name(r));
-    return EVT_OK;
-}
-
-#define CK(call)                                                                                        \
-    do {                                                                                                \
-        CUresult r_ = (call);                                                                           \
-        if (r_ != CUDA_SUCCESS)                                                                         \
-            return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s (%s) in %s", cu_name(r_), \
-                                  cu_string(r_), #call);                                                \
-    } while (0)
 
 static double now_ms(void)
 {
@@ -301,20 +117,20 @@ static evt_status cuda_build(evt_module *m, evt_variant *v, evt_diag *d)
  * on machines without a GPU. */
 static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
 {
-    evt_status st = driver(d);
+    evt_status st = evt_cuda_driver(d);
     if (st) return st;
     CUmodule mod;
     CUfunction fn;
-    CK(G.cu.ModuleLoadData(&mod, v->code));
-    CUresult r = G.cu.ModuleGetFunction(&fn, mod, "evt_kernel");
+    CK(evt_cuda_g.cu.ModuleLoadData(&mod, v->code));
+    CUresult r = evt_cuda_g.cu.ModuleGetFunction(&fn, mod, "evt_kernel");
     if (r) {
-        G.cu.ModuleUnload(mod);
-        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_kernel (%s): rebuild it", cu_name(r));
+        evt_cuda_g.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_kernel (%s): rebuild it", evt_cu_name(r));
     }
     CUfunction call_fn;
-    if ((r = G.cu.ModuleGetFunction(&call_fn, mod, "evt_call_kernel"))) {
-        G.cu.ModuleUnload(mod);
-        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_call_kernel (%s): rebuild it", cu_name(r));
+    if ((r = evt_cuda_g.cu.ModuleGetFunction(&call_fn, mod, "evt_call_kernel"))) {
+        evt_cuda_g.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_call_kernel (%s): rebuild it", evt_cu_name(r));
     }
     v->handle = mod;
     v->entry = fn;
@@ -325,17 +141,16 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
 static evt_status cuda_load(evt_module *m, evt_variant *v, evt_diag *d)
 {
     (void)m;
-    pthread_once(&G.once, driver_init);
-    if (!G.ok) return EVT_OK; /* deferred: see above */
+    if (!evt_cuda_available()) return EVT_OK; /* deferred: see above */
     return cuda_load_now(v, d);
 }
 
 static void cuda_unload(evt_module *m, evt_variant *v)
 {
     (void)m;
-    if (v->handle && G.ok) {
-        G.cu.CtxSetCurrent(G.ctx);
-        G.cu.ModuleUnload((CUmodule)v->handle);
+    if (v->handle && evt_cuda_g.ok) {
+        evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
+        evt_cuda_g.cu.ModuleUnload((CUmodule)v->handle);
     }
     v->handle = NULL;
     v->entry = NULL;
@@ -376,7 +191,7 @@ typedef struct cuda_bound {
 
 static void buf_free(dev_buf *b)
 {
-    if (b->p) G.cu.MemFree(b->p);
+    if (b->p) evt_cuda_g.cu.MemFree(b->p);
     b->p = 0;
     b->cap = 0;
 }
@@ -389,10 +204,10 @@ static evt_status buf_ensure(dev_buf *b, size_t n, int *grown, evt_diag *d)
     if (b->cap >= n) return EVT_OK;
     buf_free(b);
     size_t cap = n < 256 ? 256 : n + n / 4;
-    CUresult r = G.cu.MemAlloc(&b->p, cap);
+    CUresult r = evt_cuda_g.cu.MemAlloc(&b->p, cap);
     if (r) {
         b->p = 0;
-        return evt_diag_error(d, EVT_ERR_NOMEM, (evt_loc){0, 0}, "cuMemAlloc(%zu bytes): %s", cap, cu_name(r));
+        return evt_diag_error(d, EVT_ERR_NOMEM, (evt_loc){0, 0}, "cuMemAlloc(%zu bytes): %s", cap, evt_cu_name(r));
     }
     b->cap = cap;
     if (grown) *grown = 1;
@@ -408,18 +223,18 @@ static evt_status ring_reset(cuda_rt *rt, evt_diag *d)
     evt_ring_slot *s = malloc(rt->ring_cap * sizeof *s);
     if (!s) return EVT_ERR_NOMEM;
     for (int64_t i = 0; i < rt->ring_cap; i++) { s[i].seq = i; s[i].val = -1; }
-    CUresult r = G.cu.MemcpyHtoD(rt->ring_slots.p, s, rt->ring_cap * sizeof *s);
+    CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->ring_slots.p, s, rt->ring_cap * sizeof *s);
     free(s);
-    if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the ring", cu_name(r));
-    CK(G.cu.MemcpyHtoD(rt->ring_hdr.p, &h, sizeof h));
+    if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the ring", evt_cu_name(r));
+    CK(evt_cuda_g.cu.MemcpyHtoD(rt->ring_hdr.p, &h, sizeof h));
     return EVT_OK;
 }
 
 /* Full reset after an aborted launch: state, ring, control block. */
 static evt_status reset_after_abort(cuda_rt *rt, evt_diag *d)
 {
-    CK(G.cu.MemsetD8(rt->state.p, 0, rt->state.cap));
-    CK(G.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
+    CK(evt_cuda_g.cu.MemsetD8(rt->state.p, 0, rt->state.cap));
+    CK(evt_cuda_g.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
     return ring_reset(rt, d);
 }
 
@@ -432,7 +247,7 @@ static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *
     int grown;
     evt_status st = buf_ensure(&rt->state, (size_t)(b->state_len + 1) * sizeof(int32_t), &grown, d);
     if (st) return st;
-    if (grown) CK(G.cu.MemsetD8(rt->state.p, 0, rt->state.cap)); /* the only zeroing, at allocation */
+    if (grown) CK(evt_cuda_g.cu.MemsetD8(rt->state.p, 0, rt->state.cap)); /* the only zeroing, at allocation */
     int64_t cap = evt_ring_capacity(b);
     if (rt->ring_cap < cap) {
         if ((st = buf_ensure(&rt->ring_hdr, sizeof(evt_ring), NULL, d))) return st;
@@ -442,7 +257,7 @@ static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *
     }
     if (!rt->ctrl.p) {
         if ((st = buf_ensure(&rt->ctrl, sizeof(ctrl_block), NULL, d))) return st;
-        CK(G.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
+        CK(evt_cuda_g.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
     }
     if ((st = buf_ensure(&rt->ctx, sizeof(evt_ctx), &grown, d))) return st;
     if (grown) rt->ctx_valid = 0;
@@ -490,13 +305,13 @@ static evt_status upload_bound(evt_bind_entry *be, const evt_graph *g, evt_diag 
     if (!host || !cb) { free(host); free(cb); return EVT_ERR_NOMEM; }
     for (int i = 0; i < np; i++)
         if (part[i].bytes && part[i].host) memcpy(host + off[i], part[i].host, part[i].bytes);
-    CUresult r = G.cu.MemAlloc(&cb->blob, total + 16);
-    if (!r) r = G.cu.MemcpyHtoD(cb->blob, host, total + 16);
+    CUresult r = evt_cuda_g.cu.MemAlloc(&cb->blob, total + 16);
+    if (!r) r = evt_cuda_g.cu.MemcpyHtoD(cb->blob, host, total + 16);
     free(host);
     if (r) {
-        if (cb->blob) G.cu.MemFree(cb->blob);
+        if (cb->blob) evt_cuda_g.cu.MemFree(cb->blob);
         free(cb);
-        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the bound shape", cu_name(r));
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the bound shape", evt_cu_name(r));
     }
     for (int i = 0; i < np; i++)
         *part[i].slot = part[i].host ? (const void *)(uintptr_t)(cb->blob + off[i]) : NULL;
@@ -510,10 +325,10 @@ static void cuda_drop_bound(evt_module *m, evt_bind_entry *be)
     (void)m;
     cuda_bound *cb = be->dev;
     if (!cb) return;
-    if (G.ok) {
-        G.cu.CtxSetCurrent(G.ctx);
-        G.cu.MemFree(cb->blob);
-        if (cb->graph) G.cu.GraphExecDestroy(cb->graph);
+    if (evt_cuda_g.ok) {
+        evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
+        evt_cuda_g.cu.MemFree(cb->blob);
+        if (cb->graph) evt_cuda_g.cu.GraphExecDestroy(cb->graph);
     }
     free(cb);
     be->dev = NULL;
@@ -526,16 +341,16 @@ static evt_status wait_stream(cuda_rt *rt, double bound_s, evt_diag *d)
     double t0 = now_ms();
     int raised = 0;
     for (long spin = 0;; spin++) {
-        CUresult r = G.cu.StreamQuery(G.stream);
+        CUresult r = evt_cuda_g.cu.StreamQuery(evt_cuda_g.stream);
         if (r == CUDA_SUCCESS) return EVT_OK;
         if (r != CUDA_ERROR_NOT_READY) {
             rt->broken = 1;
-            snprintf(rt->broken_why, sizeof rt->broken_why, "kernel failed: %s (%s)", cu_name(r), cu_string(r));
+            snprintf(rt->broken_why, sizeof rt->broken_why, "kernel failed: %s (%s)", evt_cu_name(r), evt_cu_string(r));
             return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "%s", rt->broken_why);
         }
         double el = (now_ms() - t0) / 1e3;
         if (!raised && el > bound_s) {
-            G.cu.MemsetD32Async(rt->ctrl.p, 1, 1, G.side); /* abort_flag = 1 */
+            evt_cuda_g.cu.MemsetD32Async(rt->ctrl.p, 1, 1, evt_cuda_g.side); /* abort_flag = 1 */
             raised = 1;
         } else if (raised && el > bound_s + 5) {
             rt->broken = 1;
@@ -554,7 +369,7 @@ static evt_status wait_stream(cuda_rt *rt, double bound_s, evt_diag *d)
 static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *bufs, const evt_run_opts *o,
                           int upload_tensors, CUdeviceptr *dctx, int *threads, evt_diag *d)
 {
-    evt_status st = driver(d);
+    evt_status st = evt_cuda_driver(d);
     if (st) return st;
     if (!v->handle && (st = cuda_load_now(v, d))) return st;
     const evt_graph *g = v->g;
@@ -563,13 +378,13 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     cuda_rt *rt = m->rt;
     *threads = block_threads(v->p);
     int per_sm = 0;
-    CK(G.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, 0));
+    CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, 0));
     /* the request is what must fit (a static launch may start fewer workers) */
-    if (b->sched != EVT_SCHED_KBK && b->sched != EVT_SCHED_GRAPH && (be->nworkers > per_sm * G.sms || b->nworkers > per_sm * G.sms))
+    if (b->sched != EVT_SCHED_KBK && b->sched != EVT_SCHED_GRAPH && (be->nworkers > per_sm * evt_cuda_g.sms || b->nworkers > per_sm * evt_cuda_g.sms))
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
                               "%d workers requested but at most %d blocks of %d threads can be co-resident on %s "
                               "(%d per SM x %d SMs); a persistent kernel needs every worker resident: use --workers <= %d",
-                              be->nworkers, per_sm * G.sms, *threads, G.name, per_sm, G.sms, per_sm * G.sms);
+                              be->nworkers, per_sm * evt_cuda_g.sms, *threads, evt_cuda_g.name, per_sm, evt_cuda_g.sms, per_sm * evt_cuda_g.sms);
     if ((st = upload_bound(be, g, d))) return st;
     /* tensors */
     evt_tensor_ref *tr = calloc(g->ntensors + 1, sizeof *tr);
@@ -579,8 +394,8 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
         void *host = evt_buffers_data(bufs, i, &bytes);
         if ((st = buf_ensure(&rt->tens[i], bytes, NULL, d))) { free(tr); return st; }
         if (upload_tensors && bytes) {
-            CUresult r = G.cu.MemcpyHtoD(rt->tens[i].p, host, bytes);
-            if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor %s", cu_name(r), g->tensors[i]->name); }
+            CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tens[i].p, host, bytes);
+            if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor %s", evt_cu_name(r), g->tensors[i]->name); }
         }
         tr[i].ptr = (void *)(uintptr_t)rt->tens[i].p;
         const int64_t *dims = evt_buffers_dims(bufs, i);
@@ -589,8 +404,8 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
         tr[i].dtype = g->tensors[i]->dtype;
     }
     if (!rt->last_tref || rt->ntref != g->ntensors || memcmp(rt->last_tref, tr, g->ntensors * sizeof *tr)) {
-        CUresult r = G.cu.MemcpyHtoD(rt->tref.p, tr, g->ntensors * sizeof *tr);
-        if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor table", cu_name(r)); }
+        CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tref.p, tr, g->ntensors * sizeof *tr);
+        if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor table", evt_cu_name(r)); }
         free(rt->last_tref);
         rt->last_tref = tr;
         rt->ntref = g->ntensors;
@@ -617,13 +432,13 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     if (o->trace_path) {
         if ((st = buf_ensure(&rt->trace, (2 * nt + 2) * sizeof(uint64_t), NULL, d))) return st;
         if ((st = buf_ensure(&rt->trace_worker, (nt + 1) * sizeof(int32_t), NULL, d))) return st;
-        CK(G.cu.MemsetD8(rt->trace.p, 0, (2 * nt + 2) * sizeof(uint64_t)));
-        CK(G.cu.MemsetD8(rt->trace_worker.p, 0, (nt + 1) * sizeof(int32_t)));
+        CK(evt_cuda_g.cu.MemsetD8(rt->trace.p, 0, (2 * nt + 2) * sizeof(uint64_t)));
+        CK(evt_cuda_g.cu.MemsetD8(rt->trace_worker.p, 0, (nt + 1) * sizeof(int32_t)));
         C.trace = (uint64_t *)(uintptr_t)rt->trace.p;
         C.trace_worker = (int32_t *)(uintptr_t)rt->trace_worker.p;
     }
     if (!rt->ctx_valid || memcmp(&rt->last_ctx, &C, sizeof C)) {
-        CK(G.cu.MemcpyHtoD(rt->ctx.p, &C, sizeof C));
+        CK(evt_cuda_g.cu.MemcpyHtoD(rt->ctx.p, &C, sizeof C));
         rt->last_ctx = C;
         rt->ctx_valid = 1;
     }
@@ -638,8 +453,8 @@ static evt_status launch_calls(evt_variant *v, const evt_bound *b, CUdeviceptr *
         int64_t n = b->s.task_base[c + 1] - b->s.task_base[c];
         if (n <= 0) continue;
         void *args[] = {dctx, &c};
-        CK(G.cu.LaunchKernel((CUfunction)v->call_entry, (unsigned)(n < (1 << 30) ? n : (1 << 30)), 1, 1, (unsigned)threads,
-                             1, 1, 0, G.stream, args, NULL));
+        CK(evt_cuda_g.cu.LaunchKernel((CUfunction)v->call_entry, (unsigned)(n < (1 << 30) ? n : (1 << 30)), 1, 1, (unsigned)threads,
+                             1, 1, 0, evt_cuda_g.stream, args, NULL));
     }
     return EVT_OK;
 }
@@ -650,24 +465,24 @@ static evt_status launch_graph(evt_variant *v, evt_bind_entry *be, CUdeviceptr *
 {
     cuda_bound *cb = be->dev;
     if (cb->graph && (cb->graph_ctx != *dctx || cb->graph_fn != (CUfunction)v->call_entry)) {
-        G.cu.GraphExecDestroy(cb->graph);
+        evt_cuda_g.cu.GraphExecDestroy(cb->graph);
         cb->graph = NULL;
     }
     if (!cb->graph) {
-        CK(G.cu.StreamBeginCapture(G.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        CK(evt_cuda_g.cu.StreamBeginCapture(evt_cuda_g.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
         evt_status st = launch_calls(v, &be->b, dctx, threads, d);
         CUgraph graph = NULL;
-        CUresult r = G.cu.StreamEndCapture(G.stream, &graph);
-        if (st) { if (graph) G.cu.GraphDestroy(graph); return st; }
-        if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s ending the graph capture", cu_name(r));
-        r = G.cu.GraphInstantiate(&cb->graph, graph, 0);
-        G.cu.GraphDestroy(graph);
-        if (r) { cb->graph = NULL; return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s instantiating the graph", cu_name(r)); }
+        CUresult r = evt_cuda_g.cu.StreamEndCapture(evt_cuda_g.stream, &graph);
+        if (st) { if (graph) evt_cuda_g.cu.GraphDestroy(graph); return st; }
+        if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s ending the graph capture", evt_cu_name(r));
+        r = evt_cuda_g.cu.GraphInstantiate(&cb->graph, graph, 0);
+        evt_cuda_g.cu.GraphDestroy(graph);
+        if (r) { cb->graph = NULL; return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s instantiating the graph", evt_cu_name(r)); }
         cb->graph_ctx = *dctx;
         cb->graph_fn = (CUfunction)v->call_entry;
         __atomic_add_fetch(&g_captures, 1, __ATOMIC_RELAXED);
     }
-    CK(G.cu.GraphLaunch(cb->graph, G.stream));
+    CK(evt_cuda_g.cu.GraphLaunch(cb->graph, evt_cuda_g.stream));
     return EVT_OK;
 }
 
@@ -678,8 +493,8 @@ static evt_status launch_once(evt_variant *v, evt_bind_entry *be, CUdeviceptr *d
     if (b->sched == EVT_SCHED_KBK) return launch_calls(v, b, dctx, threads, d);
     if (b->sched == EVT_SCHED_GRAPH) return launch_graph(v, be, dctx, threads, d);
     void *args[] = {dctx};
-    CK(G.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1, 0,
-                                    G.stream, args));
+    CK(evt_cuda_g.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1, 0,
+                                    evt_cuda_g.stream, args));
     return EVT_OK;
 }
 
@@ -688,12 +503,12 @@ static evt_status launch_once(evt_variant *v, evt_bind_entry *be, CUdeviceptr *d
 static evt_status check_error(cuda_rt *rt, const evt_bound *b, evt_diag *d)
 {
     ctrl_block cb;
-    CK(G.cu.MemcpyDtoH(&cb, rt->ctrl.p, sizeof cb));
+    CK(evt_cuda_g.cu.MemcpyDtoH(&cb, rt->ctrl.p, sizeof cb));
     if (!cb.abort_flag && !cb.err.kind) return EVT_OK;
     evt_status st;
     if (cb.err.kind) {
         int32_t *state = malloc((b->state_len + 1) * sizeof(int32_t));
-        if (state && G.cu.MemcpyDtoH(state, rt->state.p, b->state_len * sizeof(int32_t))) { free(state); state = NULL; }
+        if (state && evt_cuda_g.cu.MemcpyDtoH(state, rt->state.p, b->state_len * sizeof(int32_t))) { free(state); state = NULL; }
         char msg[1024];
         evt_describe_error(b, &cb.err, state, msg, sizeof msg);
         free(state);
@@ -729,16 +544,16 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
         if (g->tensors[i]->role == EVT_INPUT || g->tensors[i]->role == EVT_WEIGHT) {
             /* inputs may be written in place by INOUT tiles: download them too */
         }
-        if (bytes) CK(G.cu.MemcpyDtoH(host, rt->tens[i].p, bytes));
+        if (bytes) CK(evt_cuda_g.cu.MemcpyDtoH(host, rt->tens[i].p, bytes));
     }
     if (o->trace_path) {
         int64_t nt = b->s.ntasks;
         uint64_t *ts = malloc((2 * nt + 2) * sizeof(uint64_t));
         int32_t *tw = malloc((nt + 1) * sizeof(int32_t));
         if (!ts || !tw) { free(ts); free(tw); return EVT_ERR_NOMEM; }
-        CUresult r = G.cu.MemcpyDtoH(ts, rt->trace.p, 2 * nt * sizeof(uint64_t));
-        if (!r) r = G.cu.MemcpyDtoH(tw, rt->trace_worker.p, nt * sizeof(int32_t));
-        if (r) st = evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s downloading the trace", cu_name(r));
+        CUresult r = evt_cuda_g.cu.MemcpyDtoH(ts, rt->trace.p, 2 * nt * sizeof(uint64_t));
+        if (!r) r = evt_cuda_g.cu.MemcpyDtoH(tw, rt->trace_worker.p, nt * sizeof(int32_t));
+        if (r) st = evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s downloading the trace", evt_cu_name(r));
         else st = evt_trace_write(o->trace_path, b, ts, tw, "cuda", d);
         free(ts); free(tw);
     }
@@ -748,17 +563,16 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
 static int cuda_default_workers(evt_module *m, const evt_run_opts *o)
 {
     (void)m;
-    pthread_once(&G.once, driver_init);
     int per = o && o->workers_per_sm > 0 ? o->workers_per_sm : 1;
-    return G.ok ? G.sms * per : 1;
+    return evt_cuda_available() ? evt_cuda_g.sms * per : 1;
 }
 
 static void cuda_release(evt_module *m)
 {
     cuda_rt *rt = m->rt;
     if (!rt) return;
-    if (G.ok) {
-        G.cu.CtxSetCurrent(G.ctx);
+    if (evt_cuda_g.ok) {
+        evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
         buf_free(&rt->state); buf_free(&rt->ring_hdr); buf_free(&rt->ring_slots); buf_free(&rt->ctrl);
         buf_free(&rt->ctx); buf_free(&rt->tref); buf_free(&rt->trace); buf_free(&rt->trace_worker);
         for (int i = 0; i < rt->ntens; i++) buf_free(&rt->tens[i]);
@@ -776,23 +590,10 @@ const evt_backend_ops evt_cuda_backend = {
 
 /* ---- public extras (include/evt/runtime.h) ---------------------------- */
 
-int evt_cuda_available(void)
-{
-    pthread_once(&G.once, driver_init);
-    return G.ok;
-}
 
 int64_t evt_cuda_compile_count(void) { return __atomic_load_n(&g_compiles, __ATOMIC_RELAXED); }
 int64_t evt_cuda_capture_count(void) { return __atomic_load_n(&g_captures, __ATOMIC_RELAXED); }
 
-evt_status evt_cuda_device_info(char *name, size_t n, int *sms, evt_diag *d)
-{
-    evt_status st = driver(d);
-    if (st) return st;
-    if (name && n) snprintf(name, n, "%s (sm_%d%d, %d SMs)", G.name, G.cc_major, G.cc_minor, G.sms);
-    if (sms) *sms = G.sms;
-    return EVT_OK;
-}
 
 /* The bind entry the last evt_module_run used. */
 static evt_bind_entry *last_entry(evt_module *m)
@@ -829,18 +630,18 @@ evt_status evt_module_time(evt_module *m, const int64_t *sym, evt_buffers *b, co
     if ((st = prepare(m, v, be, b, &oo, 0, &dctx, &threads, d))) return st;
     cuda_rt *rt = m->rt;
     CUevent e0, e1;
-    CK(G.cu.EventCreate(&e0, CU_EVENT_DEFAULT));
-    CUresult r = G.cu.EventCreate(&e1, CU_EVENT_DEFAULT);
-    if (r) { G.cu.EventDestroy(e0); CK(r); }
-    r = G.cu.EventRecord(e0, G.stream);
+    CK(evt_cuda_g.cu.EventCreate(&e0, CU_EVENT_DEFAULT));
+    CUresult r = evt_cuda_g.cu.EventCreate(&e1, CU_EVENT_DEFAULT);
+    if (r) { evt_cuda_g.cu.EventDestroy(e0); CK(r); }
+    r = evt_cuda_g.cu.EventRecord(e0, evt_cuda_g.stream);
     for (int i = 0; i < iters && !st && !r; i++) st = launch_once(v, be, &dctx, threads, d);
-    if (!r && !st) r = G.cu.EventRecord(e1, G.stream);
+    if (!r && !st) r = evt_cuda_g.cu.EventRecord(e1, evt_cuda_g.stream);
     double timeout_s = o->timeout_s > 0 ? o->timeout_s : 10.0;
     if (!r && !st) st = wait_stream(rt, timeout_s + 5 + iters * 0.01, d);
     float ms = 0;
-    if (!r && !st) r = G.cu.EventElapsedTime(&ms, e0, e1);
-    G.cu.EventDestroy(e0);
-    G.cu.EventDestroy(e1);
+    if (!r && !st) r = evt_cuda_g.cu.EventElapsedTime(&ms, e0, e1);
+    evt_cuda_g.cu.EventDestroy(e0);
+    evt_cuda_g.cu.EventDestroy(e1);
     if (st) return st;
     CK(r);
     if ((st = check_error(rt, &be->b, d))) return st;
