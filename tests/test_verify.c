@@ -14,6 +14,7 @@
              "tensor ix : i32[n] input = range\n"           /* 5 */ \
              "tensor fx : f32[n] input = zeros\n"           /* 6 */ \
              "event E[n]\n"                                 /* 7 */
+#define HEAD_W HEAD "tensor Wt : f32[n * 32, 4] weight = zeros\n" /* 8 */
 
 typedef struct bad { const char *name, *program, *expect; } bad;
 
@@ -25,6 +26,7 @@ static const bad cases[] = {
     {"tensor where int expected", HEAD "call p = rowsum_partial(A, P, C) over (i, j) in [n, 4] {\n}\n", "8:31: error: call p: argument 3 (tile) of rowsum_partial must be an integer"},
     {"int where tensor expected", HEAD "call p = rowsum_partial(A, 3, 32) over (i, j) in [n, 4] {\n}\n", "8:28: error: call p: argument 2 (P) of rowsum_partial must be a tensor"},
     {"writes an input", HEAD "call p = rowsum_partial(P, A, 32) over (i, j) in [n, 4] {\n}\n", "8:28: error: call p writes A, which is declared input"},
+    {"writes a weight", HEAD_W "call p = rowsum_partial(A, Wt, 32) over (i, j) in [n, 4] {\n}\n", "9:28: error: call p writes Wt, which is declared weight"},
     {"waited, never notified", HEAD "call f = rowsum_final(P, C, 32) over (i) in [n] {\n    wait E[i]\n}\n", "7:7: error: event E is waited on by call f but no call notifies it"},
     {"read without ordering",
      HEAD "call p = rowsum_partial(A, P, 32) over (i, j) in [n, 4] {\n    notify E[i]\n}\n"

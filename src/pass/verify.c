@@ -155,8 +155,9 @@ static void verify_call(const evt_graph *g, const unsigned char *reach, const ev
             if (pm->rank != EVT_ANY_RANK && t->rank != pm->rank)
                 evt_diag_error(d, EVT_ERR_VERIFY, loc, "call %s: argument %s of %s must have rank %d, but %s has rank %d",
                                c->name, pm->name, c->op, pm->rank, t->name, t->rank);
-            if ((pm->mode == EVT_PARAM_OUT || pm->mode == EVT_PARAM_INOUT) && t->role == EVT_INPUT)
-                evt_diag_error(d, EVT_ERR_VERIFY, loc, "call %s writes %s, which is declared input", c->name, t->name);
+            if ((pm->mode == EVT_PARAM_OUT || pm->mode == EVT_PARAM_INOUT) && (t->role == EVT_INPUT || t->role == EVT_WEIGHT))
+                evt_diag_error(d, EVT_ERR_VERIFY, loc, "call %s writes %s, which is declared %s", c->name, t->name,
+                               t->role == EVT_INPUT ? "input" : "weight");
             if (pm->mode == EVT_PARAM_IN || pm->mode == EVT_PARAM_INOUT) check_coverage(g, reach, c, t, loc, d);
         }
     }

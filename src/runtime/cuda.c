@@ -541,9 +541,9 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
     for (int i = 0; i < g->ntensors; i++) {
         size_t bytes = 0;
         void *host = evt_buffers_data(bufs, i, &bytes);
-        if (g->tensors[i]->role == EVT_INPUT || g->tensors[i]->role == EVT_WEIGHT) {
-            /* inputs may be written in place by INOUT tiles: download them too */
-        }
+        /* inputs and weights are never written (verify rejects it): their
+           host copies are current, only the rest comes back */
+        if (g->tensors[i]->role == EVT_INPUT || g->tensors[i]->role == EVT_WEIGHT) continue;
         if (bytes) CK(evt_cuda_g.cu.MemcpyDtoH(host, rt->tens[i].p, bytes));
     }
     if (o->trace_path) {
