@@ -83,6 +83,8 @@ typedef struct evt_run_opts {
     uint32_t chaos_max_ns;     /* bound of one delay (default 20000) */
     int early_push;            /* dynamic: push consumers once their producers are dispatched */
     int pop_batch;             /* dynamic: ready-queue tickets per atomic (default 1) */
+    int keep_weights;          /* GPU: upload weight tensors only on the first launch with these
+                                  buffers (the caller promises not to change them afterwards) */
 } evt_run_opts;
 
 typedef struct evt_run_stats {

@@ -154,6 +154,10 @@ static evt_status time_also(const evt_decode_opts *o, evt_module *m, const int64
 
 evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
 {
+    /* the weights never change between steps: upload them once */
+    evt_decode_opts local = *o;
+    local.run.keep_weights = 1;
+    o = &local;
     memset(r, 0, sizeof *r);
     evt_qwen3_config c;
     evt_status st = EVT_OK;

@@ -11,11 +11,14 @@
 #include "runtime/half.h"
 
 struct evt_buffers {
+    uint64_t uid;          /* unique per buffers object in this process (weight residency) */
     int n;
     void **data;
     size_t *bytes;
     int64_t (*dims)[EVT_MAX_RANK];
 };
+
+uint64_t evt_buffers_uid(const evt_buffers *b) { return b->uid; }
 
 const char *evt_backend_name(evt_backend b) { return b == EVT_BACKEND_CUDA ? "cuda" : "cpu"; }
 
@@ -140,8 +143,10 @@ static evt_status init_tensor(const evt_tensor *t, void *p, int64_t n, size_t by
 evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed, int poison,
                            evt_buffers **out, evt_diag *d)
 {
+    static uint64_t next_uid;
     evt_buffers *b = calloc(1, sizeof *b);
     if (!b) return EVT_ERR_NOMEM;
+    b->uid = __atomic_add_fetch(&next_uid, 1, __ATOMIC_RELAXED);
     b->n = g->ntensors;
     b->data = calloc(b->n + 1, sizeof(void *));
     b->bytes = calloc(b->n + 1, sizeof(size_t));

@@ -175,6 +175,7 @@ typedef struct cuda_rt {
     evt_tensor_ref *last_tref;
     int ntref;
     dev_buf *tens;
+    uint64_t *tens_src;    /* uid of the buffers a weight was last uploaded from (keep_weights) */
     int ntens;
     dev_buf trace, trace_worker;
     int broken;            /* a sticky CUDA error or unresponsive device */
@@ -266,6 +267,10 @@ static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *
         if (!t) return EVT_ERR_NOMEM;
         memset(t + rt->ntens, 0, (g->ntensors - rt->ntens) * sizeof *t);
         rt->tens = t;
+        uint64_t *src = realloc(rt->tens_src, g->ntensors * sizeof *src);
+        if (!src) return EVT_ERR_NOMEM;
+        memset(src + rt->ntens, 0, (g->ntensors - rt->ntens) * sizeof *src);
+        rt->tens_src = src;
         rt->ntens = g->ntensors;
     }
     if ((st = buf_ensure(&rt->tref, (g->ntensors + 1) * sizeof(evt_tensor_ref), &grown, d))) return st;
@@ -392,10 +397,17 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     for (int i = 0; i < g->ntensors; i++) {
         size_t bytes = 0;
         void *host = evt_buffers_data(bufs, i, &bytes);
-        if ((st = buf_ensure(&rt->tens[i], bytes, NULL, d))) { free(tr); return st; }
-        if (upload_tensors && bytes) {
+        int grown = 0;
+        if ((st = buf_ensure(&rt->tens[i], bytes, &grown, d))) { free(tr); return st; }
+        /* keep_weights: a weight already uploaded from these buffers stays */
+        int is_weight = g->tensors[i]->role == EVT_WEIGHT;
+        int resident = o->keep_weights && is_weight && !grown && rt->tens_src[i] == evt_buffers_uid(bufs);
+        if (grown) rt->tens_src[i] = 0;
+        if (upload_tensors && bytes && !resident) {
+            rt->tens_src[i] = 0;
             CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tens[i].p, host, bytes);
             if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor %s", evt_cu_name(r), g->tensors[i]->name); }
+            if (is_weight) rt->tens_src[i] = evt_buffers_uid(bufs);
         }
         tr[i].ptr = (void *)(uintptr_t)rt->tens[i].p;
         const int64_t *dims = evt_buffers_dims(bufs, i);
@@ -578,6 +590,7 @@ static void cuda_release(evt_module *m)
         for (int i = 0; i < rt->ntens; i++) buf_free(&rt->tens[i]);
     }
     free(rt->tens);
+    free(rt->tens_src);
     free(rt->last_tref);
     free(rt);
     m->rt = NULL;

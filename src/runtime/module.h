@@ -70,6 +70,9 @@ evt_status evt_trace_write(const char *path, const evt_bound *b, const uint64_t 
 /* Writes len bytes to path (EVT_ERR_IO with the path on failure). */
 evt_status evt_write_file(const char *path, const void *data, size_t len, evt_diag *d);
 
+/* Unique id of a buffers object (never reused in a process). */
+uint64_t evt_buffers_uid(const evt_buffers *b);
+
 /* Directory of the device and tile headers generated code includes. */
 const char *evt_src_dir(void);
 
