@@ -105,6 +105,12 @@ static void schedule_verdicts(void **state)
     assert_non_null(strstr(out, "deadlock-free: no"));
     assert_int_equal(sh("build/evtc run /tmp/evt-chain.evt --workers 2 --policy cp", out, sizeof out), 0);
     unlink("/tmp/evt-chain.evt");
+    /* hybrid: the experts (policy dynamic) are left to the ready queue */
+    assert_int_equal(sh("build/evtc schedule examples/moe_toy.evt --sched hybrid --workers 4", out, sizeof out), 0);
+    assert_non_null(strstr(out, "workers 2..3: the ready queue, for expert (16 tasks)"));
+    assert_null(strstr(out, " expert("));
+    assert_non_null(strstr(out, "deadlock-free: yes"));
+    assert_int_equal(sh("build/evtc schedule examples/moe_toy.evt --sched dynamic", out, sizeof out), 2);
 }
 
 static void compile_then_run(void **state)

@@ -2,7 +2,7 @@
  *
  *   evtc check FILE [--counts]                 verify; exit 0 or diagnostics + 1
  *   evtc dump FILE                             the normalised program
- *   evtc schedule FILE [--set N=V]... [--workers N] [--policy rr|cp]
+ *   evtc schedule FILE [--set N=V]... [--workers N] [--policy rr|cp] [--sched static|hybrid]
  *   evtc compile FILE --target c|cuda -o OUT [--emit SRC]
  *   evtc run FILE|ARTIFACT [--set N=V]... [--backend cpu|cuda|auto]
  *            [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N]
@@ -18,6 +18,7 @@
 #include "evt/evt.h"
 #include "evt/models.h"
 #include "pass/plan.h"
+#include "runtime/bind.h"
 #include "pass/taskgraph.h"
 #include "device/evt_ctx.h"
 
@@ -47,7 +48,7 @@ static int usage(const char *msg)
     fprintf(stderr,
             "usage: evtc check FILE [--counts]\n"
             "       evtc dump FILE\n"
-            "       evtc schedule FILE [--set NAME=VALUE]... [--workers N] [--policy rr|cp]\n"
+            "       evtc schedule FILE [--set NAME=VALUE]... [--workers N] [--policy rr|cp] [--sched static|hybrid]\n"
             "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE]\n"
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
             "                [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N] [--seed S]\n"
@@ -191,6 +192,25 @@ static int cmd_dump(cli *c)
     return 0;
 }
 
+static void print_queues(const evt_graph *g, const evt_shape *s, const evt_static_sched *q)
+{
+    for (int w = 0; w < q->nworkers; w++) {
+        printf("worker %d:", w);
+        for (int64_t k = q->q_off[w]; k < q->q_off[w + 1]; k++) {
+            int call = (int)(q->q[k] >> EVT_QCALL_SHIFT);
+            int64_t coord[EVT_MAX_RANK], lin = 0;
+            evt_shape_decode(&q->ext[call * 4], g->calls[call]->rank, q->q[k] & EVT_QINDEX_MASK, coord);
+            for (int dd = 0; dd < g->calls[call]->rank; dd++) lin = lin * s->ext[call * 4 + dd] + coord[dd];
+            char name[160];
+            evt_task_name(s, s->task_base[call] + lin, name, sizeof name);
+            printf(" %s", name);
+        }
+        printf("\n");
+    }
+}
+
+/* evtc schedule: the static queues (or, with --sched hybrid, the split between
+ * static queues and the ready queue) and the deadlock-freedom verdict. */
 static int cmd_schedule(cli *c)
 {
     evt_diag d;
@@ -199,40 +219,41 @@ static int cmd_schedule(cli *c)
     evt_plan *p = NULL;
     int rc = 0;
     if (!g || evt_compile(g, &c->copts, &p, &d)) { rc = report(&d); goto out; }
+    if (c->run.sched != EVT_SCHED_STATIC && c->run.sched != EVT_SCHED_HYBRID) {
+        fprintf(stderr, "evtc: schedule shows static or hybrid schedules (--sched static|hybrid)\n");
+        rc = 2;
+        goto out;
+    }
     int64_t sym[256];
     if (g->nsyms > 256 || evt_shape_parse(g, c->nsets, c->sets, sym, &d)) { report(&d); rc = 2; goto out; }
     int workers = c->run.workers ? c->run.workers : 4;
-    evt_static_sched q;
-    evt_status st = evt_schedule_static(p, sym, workers, c->run.policy, &q, &d);
-    if (st) {
+    evt_bound b;
+    if (evt_bind(p, sym, c->run.sched, workers, c->run.policy, 1, &b, &d)) {
         report(&d);
         printf("deadlock-free: no (schedule rejected)\n");
         rc = 1;
         goto out;
     }
-    evt_shape s;
-    if (evt_shape_init(&s, p, sym, &d)) { rc = report(&d); evt_static_sched_free(&q); goto out; }
-    printf("# static schedule: %lld tasks on %d workers, policy %s, shape", (long long)s.ntasks, workers,
-           c->run.policy == EVT_QUEUE_CP ? "cp" : "rr");
+    const evt_shape *s = &b.s;
+    int hybrid = c->run.sched == EVT_SCHED_HYBRID;
+    printf("# %s schedule: %lld tasks on %d workers, policy %s, shape", hybrid ? "hybrid" : "static", (long long)s->ntasks,
+           workers, c->run.policy == EVT_QUEUE_CP ? "cp" : "rr");
     for (int i = 0; i < g->nsyms; i++) printf(" %s=%lld", g->syms[i]->name, (long long)sym[i]);
     printf("\n");
-    for (int w = 0; w < workers; w++) {
-        printf("worker %d:", w);
-        for (int64_t k = q.q_off[w]; k < q.q_off[w + 1]; k++) {
-            int call = (int)(q.q[k] >> EVT_QCALL_SHIFT);
-            int64_t coord[EVT_MAX_RANK], lin = 0;
-            evt_shape_decode(&q.ext[call * 4], g->calls[call]->rank, q.q[k] & EVT_QINDEX_MASK, coord);
-            for (int dd = 0; dd < g->calls[call]->rank; dd++) lin = lin * s.ext[call * 4 + dd] + coord[dd];
-            char name[160];
-            evt_task_name(&s, s.task_base[call] + lin, name, sizeof name);
-            printf(" %s", name);
-        }
-        printf("\n");
+    if (b.q.q_off) print_queues(g, s, &b.q);
+    if (hybrid && b.nstatic < workers) {
+        printf("workers %d..%d: the ready queue, for", b.nstatic, workers - 1);
+        int any = 0;
+        for (int k = 0; k < g->ncalls; k++)
+            if (g->calls[k]->policy == EVT_POLICY_DYNAMIC) {
+                printf("%s %s (%lld tasks)", any++ ? "," : "", g->calls[k]->name, (long long)(s->task_base[k + 1] - s->task_base[k]));
+            }
+        printf("; %lld ready at launch\n", (long long)b.nseeds);
     }
-    if (c->run.policy == EVT_QUEUE_CP) printf("estimated makespan: %.0f cost units\n", q.makespan);
-    printf("deadlock-free: yes (dependency edges and queue order form an acyclic graph)\n");
-    evt_shape_free(&s);
-    evt_static_sched_free(&q);
+    if (!hybrid && c->run.policy == EVT_QUEUE_CP) printf("estimated makespan: %.0f cost units\n", b.q.makespan);
+    printf("deadlock-free: yes (dependency edges and queue order form an acyclic graph%s)\n",
+           hybrid ? "; ready-queue tasks run whenever their inputs are complete" : "");
+    evt_bound_free(&b);
 out:
     evt_plan_free(p);
     evt_graph_free(g);
