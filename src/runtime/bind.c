@@ -1,7 +1,9 @@
 /* bind.c — binds a plan to a shape: counter targets by enumeration of the
  * notify maps (declared counts win; data-dependent ones get EVT_DATA_TARGET),
- * static queues (bucket or exact, verified deadlock-free), or the dynamic
- * consumer lists, pending targets and seed tasks. */
+ * static queues (bucket or exact, verified deadlock-free), the dynamic
+ * consumer lists, pending targets and seed tasks, both for hybrid (split
+ * between the `policy dynamic` calls and the rest), or for kernel by kernel
+ * only the check that program order respects every wait. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
