@@ -72,7 +72,7 @@ int evt_buffers_compare(const evt_graph *g, evt_buffers *a, evt_buffers *b, doub
 /* ---- launching --------------------------------------------------------- */
 
 typedef struct evt_run_opts {
-    evt_sched_kind sched;      /* static (default), dynamic, unfused, kbk, graph */
+    evt_sched_kind sched;      /* static (default), dynamic, unfused, kbk, graph, hybrid */
     evt_queue_policy policy;   /* static queues: rr (default) or cp */
     int workers;               /* 0: default (CPU: 4; GPU: SMs x per_sm) */
     int workers_per_sm;        /* GPU: persistent blocks per SM (default 1) */

@@ -28,12 +28,11 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 6
+#define EVT_ABI_VERSION 7
 
 /* KBK: one launch per call (kernel by kernel): waits and notifies are no-ops,
- * the kernel boundary orders the calls. */
-/* HYBRID: workers [0, nstatic) run static queues, the others the ready
- * queue (calls marked `policy dynamic`). */
+ * the kernel boundary orders the calls. HYBRID: workers [0, nstatic) run
+ * static queues, the others the ready queue (calls marked `policy dynamic`). */
 enum { EVT_MODE_STATIC = 0, EVT_MODE_DYNAMIC = 1, EVT_MODE_KBK = 2, EVT_MODE_HYBRID = 3 };
 
 /* Error kinds written to evt_error.kind by the kernel. */
@@ -108,10 +107,7 @@ typedef struct evt_ctx {
     const int32_t *pend_target;  /* [ntasks] */
     const int32_t *seeds; int64_t nseeds;
     evt_ring *ring;
-    /* hybrid: workers [0, nstatic) run the static queues, which hold
-       static_entries tasks (each counts as a completion toward termination) */
-    int32_t nstatic;
-    int64_t static_entries;
+    int32_t nstatic;             /* hybrid: workers [0, nstatic) run the static queues */
 
     /* control */
     int32_t *abort_flag;

@@ -256,7 +256,8 @@ EVT_PROTO int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
 EVT_DEV int32_t evt_dynamic_goal(const evt_ctx *C)
 {
     /* hybrid: every static queue entry is reported as one more completion */
-    return -(int32_t)(C->nseeds + EVT_INPUT_ARMING + (C->mode == EVT_MODE_HYBRID ? C->static_entries : 0));
+    int64_t entries = C->mode == EVT_MODE_HYBRID && C->nstatic > 0 ? C->q_off[C->nstatic] : 0;
+    return -(int32_t)(C->nseeds + EVT_INPUT_ARMING + entries);
 }
 
 /* Completions are counted locally and reported in one atomic: at the end of
@@ -287,8 +288,7 @@ EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
  * when this add completed the element (callers then credit trigger ranges). */
 EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t delta)
 {
-    if (C->mode == EVT_MODE_KBK) return 0; /* kernel by kernel: no events */
-    if (C->mode == EVT_MODE_STATIC) { /* nobody acts on completion */
+    if (C->mode == EVT_MODE_STATIC) { /* nobody acts on completion (KBK never notifies) */
         evt_red_notify(&C->counters[elem], delta);
         return 0;
     }

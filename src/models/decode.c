@@ -12,6 +12,7 @@
 #include <time.h>
 #include "evt/models.h"
 #include "evt/front.h"
+#include "runtime/half.h"
 
 static double now_s(void)
 {
@@ -102,14 +103,6 @@ static evt_status dump_inputs(const char *dir, const evt_qwen3_config *c, const 
     return EVT_OK;
 }
 
-static float bf16_value(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* Times each `also` schedule on the step the main schedule ran last (same
  * inputs, same cache position: the step is re-run, not advanced) and compares
  * its logits and next tokens with the main schedule's. */
@@ -117,7 +110,9 @@ static evt_status time_also(const evt_decode_opts *o, evt_module *m, const int64
                             evt_decode_result *r, evt_diag *d)
 {
     const evt_graph *mg = evt_module_graph(m);
-    evt_status st = evt_module_run(m, sym, b, &o->run, NULL, d); /* the main schedule's outputs at these inputs */
+    /* on the GPU the timing run left the main schedule's outputs at these
+       inputs in b; the CPU timed the steps themselves, one position back */
+    evt_status st = o->backend == EVT_BACKEND_CUDA ? EVT_OK : evt_module_run(m, sym, b, &o->run, NULL, d);
     if (st) return st;
     size_t nl, nn;
     const uint16_t *logits = evt_buffers_data(b, tensor_id(mg, "logits"), &nl);
@@ -128,7 +123,7 @@ static evt_status time_also(const evt_decode_opts *o, evt_module *m, const int64
     if (!st) { memcpy(main_logits, logits, nl); memcpy(main_next, next, nn); }
     double scale = 0;
     for (size_t i = 0; !st && i < nl / 2; i++) {
-        double a = fabs(bf16_value(main_logits[i]));
+        double a = fabs(evt_bf16_to_f32(main_logits[i]));
         if (a > scale) scale = a;
     }
     int iters = o->steps < 20 ? 20 : (int)o->steps;
@@ -140,7 +135,7 @@ static evt_status time_also(const evt_decode_opts *o, evt_module *m, const int64
         r->also_ms[k] = ms;
         double err = 0;
         for (size_t i = 0; i < nl / 2; i++) {
-            double e = fabs((double)bf16_value(logits[i]) - bf16_value(main_logits[i]));
+            double e = fabs((double)evt_bf16_to_f32(logits[i]) - evt_bf16_to_f32(main_logits[i]));
             if (e > err) err = e;
         }
         r->also_logit_err[k] = scale > 0 ? err / scale : err;

@@ -220,19 +220,17 @@ evt_status evt_schedule_static_part(const evt_plan *p, const int64_t *sym, int n
     int64_t *order = malloc((s.ntasks + 1) * sizeof(int64_t));
     double makespan = 0;
     if (!worker || !order) st = EVT_ERR_NOMEM;
-    else if (policy == EVT_QUEUE_RR) {
+    else if (policy == EVT_QUEUE_RR) { /* round robin over the queued tasks */
         int64_t k = 0;
-        for (int64_t t = 0; t < s.ntasks; t++) { worker[t] = (int32_t)(k++ % nworkers); order[t] = t; }
+        for (int64_t t = 0; t < s.ntasks; t++) {
+            worker[t] = skip && skip[evt_shape_call_of(&s, t)] ? -1 : (int32_t)(k++ % nworkers);
+            order[t] = t;
+        }
     } else {
         st = policy_cp(&tg, nworkers, worker, order, &makespan);
         if (st == EVT_ERR_SCHEDULE) evt_taskgraph_check(&tg, NULL, "the task graph", d);
-    }
-    if (!st && skip) { /* round robin over the queued tasks only */
-        int64_t k = 0;
-        for (int64_t t = 0; t < s.ntasks; t++) {
+        for (int64_t t = 0; !st && skip && t < s.ntasks; t++)
             if (skip[evt_shape_call_of(&s, t)]) worker[t] = -1;
-            else if (policy == EVT_QUEUE_RR) worker[t] = (int32_t)(k++ % nworkers);
-        }
     }
     if (!st) st = fill_queues(&s, nworkers, worker, order, out);
     out->makespan = makespan;

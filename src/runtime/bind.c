@@ -194,10 +194,7 @@ static evt_status bind_hybrid(const evt_plan *p, const int64_t *sym, int nworker
     }
     if (nstatic > 0) st = bind_static(p, sym, nstatic, policy, exact_shape, dyn, b, d);
     if (!st) st = bind_dynamic(p, dyn, b);
-    if (!st) {
-        b->nstatic = nstatic;
-        b->static_entries = nstatic > 0 ? b->q.q_off[nstatic] : 0;
-    }
+    if (!st) b->nstatic = nstatic;
     free(dyn);
     return st;
 }
@@ -278,7 +275,6 @@ void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
             : b->sched == EVT_SCHED_KBK || b->sched == EVT_SCHED_GRAPH ? EVT_MODE_KBK
             : b->sched == EVT_SCHED_HYBRID ? EVT_MODE_HYBRID : EVT_MODE_STATIC;
     C->nstatic = b->nstatic;
-    C->static_entries = b->static_entries;
     C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext;
     C->cons_off = b->cons_off; C->cons = b->cons; C->pend_target = b->pend_target;
     C->seeds = b->seeds; C->nseeds = b->nseeds;

@@ -24,9 +24,7 @@ typedef struct evt_bound {
     int32_t *pend_target;     /* [ntasks] */
     int32_t *seeds;
     int64_t nseeds;
-    /* hybrid: static workers [0, nstatic), static queue entries */
-    int nstatic;
-    int64_t static_entries;
+    int nstatic;              /* hybrid: static workers [0, nstatic) */
     int64_t state_len;        /* int32 words of per-launch state */
     double bind_ms;
 } evt_bound;

@@ -38,19 +38,7 @@ void evt_tile_moe_route(const evt_task_args *a)
             for (int64_t d = 0; d < D; d++) s += x[t * D + d] * wg[d * a->t[1].dim[1] + e];
             logits[e] = s;
         }
-        unsigned char taken[256] = {0};
-        float mx = -INFINITY, z = 0;
-        for (int64_t k = 0; k < K; k++) {
-            int64_t best = -1;
-            for (int64_t e = 0; e < E; e++)
-                if (!taken[e] && (best < 0 || logits[e] > logits[best])) best = e;
-            if (best < 0) best = 0;
-            taken[best] = 1;
-            topk[t * K + k] = (int32_t)best;
-            if (logits[best] > mx) mx = logits[best];
-        }
-        for (int64_t k = 0; k < K; k++) z += expf(logits[topk[t * K + k]] - mx);
-        for (int64_t k = 0; k < K; k++) topw[t * K + k] = expf(logits[topk[t * K + k]] - mx) / z;
+        evt_moe_topk(logits, E, K, topk + t * K, topw + t * K);
     }
     evt_moe_build_index(topk, T, K, E, a->t[4].ptr, a->t[5].ptr, a->t[6].ptr, a->t[6].dim[0]);
 }

@@ -30,25 +30,12 @@ __device__ __forceinline__ void moe_route_cuda(const evt_task_args *a)
     if (E > 256) E = 256;
     for (int64_t t = threadIdx.x; t < T; t += blockDim.x) {
         float logits[256];
-        unsigned char taken[256];
         for (int64_t e = 0; e < E; e++) {
             float s = 0;
             for (int64_t d = 0; d < D; d++) s = __fadd_rn(s, __fmul_rn(x[t * D + d], wg[d * a->t[1].dim[1] + e]));
             logits[e] = s;
-            taken[e] = 0;
         }
-        float mx = -INFINITY, z = 0;
-        for (int64_t k = 0; k < K; k++) {
-            int64_t best = -1;
-            for (int64_t e = 0; e < E; e++)
-                if (!taken[e] && (best < 0 || logits[e] > logits[best])) best = e;
-            if (best < 0) best = 0;
-            taken[best] = 1;
-            topk[t * K + k] = (int32_t)best;
-            if (logits[best] > mx) mx = logits[best];
-        }
-        for (int64_t k = 0; k < K; k++) z += expf(logits[topk[t * K + k]] - mx);
-        for (int64_t k = 0; k < K; k++) topw[t * K + k] = expf(logits[topk[t * K + k]] - mx) / z;
+        evt_moe_topk(logits, E, K, topk + t * K, topw + t * K);
     }
     __syncthreads(); /* topk complete before the index is built */
     if (threadIdx.x == 0)
