@@ -43,8 +43,9 @@ static void linear_and_mlp(void **state)
     a.t[0] = ref(x, 2, B, K, 1, 1);
     a.t[1] = ref(W, 2, N, K, 1, 1);
     a.t[2] = ref(y, 2, B, N, 1, 1);
-    a.iarg[0] = 8; /* tn */
-    for (int nb = 0; nb < 3; nb++) { a.coord[0] = nb; evt_tile_linear(&a); }
+    a.iarg[0] = 5; /* T: 5 ragged tiles of 4 or 5 rows cover all 24 */
+    for (int i = 0; i < B * N; i++) y[i] = 0xffff; /* NaN: a row no tile writes fails */
+    for (int nb = 0; nb < 5; nb++) { a.coord[0] = nb; evt_tile_linear(&a); }
     for (int b = 0; b < B; b++)
         for (int n = 0; n < N; n++) {
             double s = 0, mag = 0;
@@ -53,7 +54,7 @@ static void linear_and_mlp(void **state)
         }
     a.t[2] = ref(r, 2, B, N, 1, 1);
     a.t[3] = ref(y, 2, B, N, 1, 1);
-    for (int nb = 0; nb < 3; nb++) { a.coord[0] = nb; evt_tile_linear_res(&a); }
+    for (int nb = 0; nb < 5; nb++) { a.coord[0] = nb; evt_tile_linear_res(&a); }
     for (int n = 0; n < N; n++) {
         double s = fb(r[N + n]), mag = fabs(s);
         for (int k = 0; k < K; k++) { s += fb(x[K + k]) * fb(W[n * K + k]); mag += fabs(fb(x[K + k]) * fb(W[n * K + k])); }
@@ -62,7 +63,7 @@ static void linear_and_mlp(void **state)
     /* mlp_up: silu(x Wg^T) * (x Wu^T) */
     a.t[2] = ref(Wu, 2, N, K, 1, 1);
     a.t[3] = ref(y, 2, B, N, 1, 1);
-    for (int nb = 0; nb < 3; nb++) { a.coord[0] = nb; evt_tile_mlp_up(&a); }
+    for (int nb = 0; nb < 5; nb++) { a.coord[0] = nb; evt_tile_mlp_up(&a); }
     for (int n = 0; n < N; n++) {
         double g = 0, u = 0;
         for (int k = 0; k < K; k++) { g += fb(x[k]) * fb(W[n * K + k]); u += fb(x[k]) * fb(Wu[n * K + k]); }
@@ -183,7 +184,6 @@ static void argmax_ties(void **state)
     a.t[0] = ref(logits, 2, 1, 20, 1, 1);
     a.t[1] = ref(pv, 2, 1, 4, 1, 1);
     a.t[2] = ref(pi, 2, 1, 4, 1, 1);
-    a.iarg[0] = 5;
     for (int c = 0; c < 4; c++) { a.coord[1] = c; evt_tile_argmax_part(&a); }
     evt_task_args f = {0};
     f.ncoord = 1;
@@ -238,16 +238,38 @@ static void config_and_program(void **state)
     evt_graph_free(g2);
     /* a GEMV tile waits once for all rows (one counter), not once per row;
        the ablation keeps per-row elements */
-    assert_non_null(strstr(text, "    wait e0_H[0]\n    notify e0_QKV[nb]"));
+    assert_non_null(strstr(text, "    wait e0_H[0]\n    notify e0_QKV[min(nb * 128 / 128 / 16 + f, ((nb + 1) * 128 / 128 - 1) / 16)] for f in [1]"));
+    assert_null(strstr(text, "q_rope(")); /* q/k norm + RoPE inside the attention tasks */
+    assert_non_null(strstr(text, "attn_rope_split(l0_qkv"));
     assert_null(strstr(text, "for r in [B]"));
     assert_non_null(strstr(text, "over (b, h, s) in [B, 4, 4] policy dynamic {")); /* attention: the ready queue under hybrid */
     free(text);
     o.row_events = 1;
     text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "    wait e0_H[r] for r in [B]\n    notify e0_QKV[nb]"));
+    assert_non_null(strstr(text, "    wait e0_H[r] for r in [B]\n    notify e0_QKV[min("));
     assert_non_null(strstr(text, "event e1_X[B]"));
     free(text);
+    o.row_events = 0;
+    o.split_rope = 1;
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "call l1_qr = q_rope("));
+    assert_non_null(strstr(text, "    wait e1_Q[b, h]\n    wait e1_KV[b, h / 2]\n"));
+    free(text);
     evt_diag_free(&d);
+}
+
+/* A whole binary file (malloc'd), or NULL. */
+static char *read_all(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc(len > 0 ? (size_t)len : 1);
+    *n = buf ? fread(buf, 1, len > 0 ? (size_t)len : 0, f) : 0;
+    fclose(f);
+    return buf;
 }
 
 static void tiny_decode(void **state)
@@ -288,6 +310,44 @@ static void tiny_decode(void **state)
                          (long long)r.also_next_diff[k]);
         }
         evt_diag_free(&d);
+    }
+    /* attention with q/k norm + RoPE inside (the default) and as calls of
+       their own (the ablation): the same logits and tokens, bitwise */
+    {
+        char dirs[2][64];
+        for (int k = 0; k < 2; k++) {
+            snprintf(dirs[k], sizeof dirs[k], "/tmp/evt-rope-XXXXXX");
+            assert_non_null(mkdtemp(dirs[k]));
+            evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 4, .ctx = 23, .steps = 4,
+                                 .backend = EVT_BACKEND_CPU, .quiet = 1, .dump_dir = dirs[k]};
+            o.run.workers = 3;
+            o.build.split_rope = k;
+            evt_decode_result r;
+            evt_diag d;
+            evt_diag_init(&d, "decode");
+            if (evt_decode(&o, &r, &d)) fail_msg("split_rope=%d: %s", k, d.text);
+            evt_diag_free(&d);
+        }
+        const char *files[] = {"step0_logits.bin", "tokens.bin"};
+        for (int f = 0; f < 2; f++) {
+            size_t n[2];
+            char *buf[2];
+            for (int k = 0; k < 2; k++) {
+                char path[128];
+                snprintf(path, sizeof path, "%s/%s", dirs[k], files[f]);
+                buf[k] = read_all(path, &n[k]);
+                assert_non_null(buf[k]);
+            }
+            assert_int_equal(n[0], n[1]);
+            if (memcmp(buf[0], buf[1], n[0])) fail_msg("%s differs between fused and split RoPE", files[f]);
+            free(buf[0]);
+            free(buf[1]);
+        }
+        for (int k = 0; k < 2; k++) {
+            char cmd[160];
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", dirs[k]);
+            assert_int_equal(system(cmd), 0);
+        }
     }
     /* bad requests are errors, not crashes */
     evt_decode_opts bad = {.model = "no-such-model", .batch = 1, .ctx = 8, .steps = 1, .quiet = 1};

@@ -204,7 +204,7 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     cudaFree(dargs);
     double us = best * 1000.0 / iters;
     Result R{op, ntask, us, ubytes / (us * 1e-6) / 1e9, err, ok};
-    if (wbytes > ((size_t)1 << 20) || !strcmp(op, "attn_split"))
+    if (wbytes > ((size_t)1 << 20) || !strncmp(op, "attn_", 5))
         printf("  %-15s tasks %6lld  %9.2f us  %7.1f GB/s (%5.1f%% of copy)  rel.err %.2e %s\n", op, (long long)ntask, us, R.gbs,
                100.0 * R.gbs / g_copy_gbs, err, ok ? "ok" : "FAIL");
     else /* latency-bound: bandwidth is not meaningful */
@@ -214,11 +214,12 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     return R;
 }
 
-static int64_t pick_tn(int64_t n, int64_t target)
+/* Tiles as src/models/qwen3.c picks them (ragged rows, one per SM). */
+static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 {
-    int64_t want = (n + target - 1) / target, tn = 1;
-    while (tn < want && tn < 256) tn *= 2;
-    return tn;
+    int64_t T = target < n ? target : n;
+    while ((n + T - 1) / T > max_rows) T += target;
+    return T < n ? T : n;
 }
 
 struct Shape { const char *name; int64_t H, nh, nkv, hd, I, V; };
@@ -231,7 +232,7 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     printf("\n== %s layer shapes, B=%lld, ctx %lld ==\n", s.name, (long long)B, (long long)ctx);
     const int64_t eps = 1000000, theta = 1000000, S = 4, PS = 16, MP = (ctx + 1 + PS - 1) / PS;
     int64_t H = s.H, nh = s.nh, nkv = s.nkv, hd = s.hd, I = s.I, V = s.V, nqkv = (nh + 2 * nkv) * hd;
-    int64_t tn_o = pick_tn(H, 264), tn_up = pick_tn(I, 264), tn_lm = pick_tn(V, 264), NC = (V + tn_lm - 1) / tn_lm;
+    int64_t T_qkv = pick_tiles(nqkv, 132, nqkv), T_o = pick_tiles(H, 132, H), T_up = pick_tiles(I, 132, I), NC = pick_tiles(V, 132, 256);
     double layer_us = 0, head_us = 0;
     std::vector<Ten *> ts;
     Result r;
@@ -244,7 +245,7 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     /* qkv */
     float a = sqrtf(3.0f / H);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {nqkv, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, nqkv}, 1, 0, 0);
-    r = run_op<linear_cuda>("qkv linear", evt_tile_linear, ts, {hd}, {nh + 2 * nkv}, 12, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    r = run_op<linear_cuda>("qkv linear", evt_tile_linear, ts, {T_qkv}, {T_qkv}, 12, 1e-2); tally(r); layer_us += r.us; free_all(ts);
     /* q_rope, k_rope_append */
     mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wq", BF16, {hd}, 0, 0.8f, 1.2f); mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
     mk(ts, "q", BF16, {B, nh, hd}, 1, 0, 0);
@@ -272,6 +273,19 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
         mk(ts, "part", F32, {B, nh, S, hd + 2}, 1, 0, 0);
         r = run_op<attn_split_cuda>("attn_split", evt_tile_attn_split, ts, {}, {B, nh, S}, 0, 1e-3); tally(r); layer_us += r.us; free_all(ts);
     }
+    /* the fused form: q/k norm + RoPE, the new k/v and the split in one task
+       (not added to the step estimate: it replaces the three above) */
+    {
+        mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wq", BF16, {hd}, 0, 0.8f, 1.2f); mk(ts, "wk", BF16, {hd}, 0, 0.8f, 1.2f);
+        mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
+        Ten *bt = mk(ts, "bt", I32, {B, MP}, 0, 0, 1);
+        for (int64_t i = 0; i < B * MP; i++) ((int32_t *)bt->h)[i] = (int32_t)i;
+        CK(cudaMemcpy(bt->d, bt->h, bt->bytes, cudaMemcpyHostToDevice));
+        mk(ts, "kc", BF16, {B * MP, PS, nkv, hd}, 2, -1, 1); mk(ts, "vc", BF16, {B * MP, PS, nkv, hd}, 2, -1, 1);
+        mk(ts, "part", F32, {B, nh, S, hd + 2}, 1, 0, 0);
+        r = run_op<attn_rope_split_cuda>("attn_rope_split", evt_tile_attn_rope_split, ts, {eps, theta}, {B, nh, S}, 0, 1e-3);
+        tally(r); free_all(ts);
+    }
     {
         Ten *p = mk(ts, "part", F32, {B, nh, S, hd + 2}, 0, -1, 1);
         for (int64_t i = 0; i < B * nh * S; i++) ((float *)p->h)[i * (hd + 2) + 1] = urand(0.5f, 2.0f);
@@ -283,22 +297,22 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     a = sqrtf(3.0f / (nh * hd));
     mk(ts, "x", BF16, {B, nh * hd}, 0, -2, 2); mk(ts, "W", BF16, {H, nh * hd}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);
     mk(ts, "y", BF16, {B, H}, 1, 0, 0);
-    r = run_op<linear_res_cuda>("o linear_res", evt_tile_linear_res, ts, {tn_o}, {(H + tn_o - 1) / tn_o}, 24, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    r = run_op<linear_res_cuda>("o linear_res", evt_tile_linear_res, ts, {T_o}, {T_o}, 24, 1e-2); tally(r); layer_us += r.us; free_all(ts);
     /* mlp */
     a = sqrtf(3.0f / H);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "Wg", BF16, {I, H}, 0, -a, a, true); mk(ts, "Wu", BF16, {I, H}, 0, -a, a, true);
     mk(ts, "a", BF16, {B, I}, 1, 0, 0);
-    r = run_op<mlp_up_cuda>("mlp_up", evt_tile_mlp_up, ts, {tn_up}, {(I + tn_up - 1) / tn_up}, 16, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    r = run_op<mlp_up_cuda>("mlp_up", evt_tile_mlp_up, ts, {T_up}, {T_up}, 16, 1e-2); tally(r); layer_us += r.us; free_all(ts);
     a = sqrtf(3.0f / I);
     mk(ts, "x", BF16, {B, I}, 0, -1, 1); mk(ts, "W", BF16, {H, I}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);
     mk(ts, "y", BF16, {B, H}, 1, 0, 0);
-    r = run_op<linear_res_cuda>("down linear_res", evt_tile_linear_res, ts, {tn_o}, {(H + tn_o - 1) / tn_o}, 24, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    r = run_op<linear_res_cuda>("down linear_res", evt_tile_linear_res, ts, {T_o}, {T_o}, 24, 1e-2); tally(r); layer_us += r.us; free_all(ts);
     /* LM head + argmax */
     a = sqrtf(3.0f / H);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {V, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, V}, 1, 0, 0);
-    r = run_op<linear_cuda>("lm_head linear", evt_tile_linear, ts, {tn_lm}, {NC}, 4, 1e-2); tally(r); head_us += r.us; free_all(ts);
+    r = run_op<linear_cuda>("lm_head linear", evt_tile_linear, ts, {NC}, {NC}, 4, 1e-2); tally(r); head_us += r.us; free_all(ts);
     mk(ts, "logits", BF16, {B, V}, 0, -8, 8); mk(ts, "pv", F32, {B, NC}, 1, 0, 0); mk(ts, "pi", I32, {B, NC}, 1, 0, 0);
-    r = run_op<argmax_part_cuda>("argmax_part", evt_tile_argmax_part, ts, {tn_lm}, {B, NC}, 0, 0); tally(r); head_us += r.us; free_all(ts);
+    r = run_op<argmax_part_cuda>("argmax_part", evt_tile_argmax_part, ts, {}, {B, NC}, 0, 0); tally(r); head_us += r.us; free_all(ts);
     mk(ts, "pv", F32, {B, NC}, 0, -8, 8); mk(ts, "pi", I32, {B, NC}, 0, 0, (float)V); mk(ts, "next", I32, {B}, 1, 0, 0);
     r = run_op<argmax_final_cuda>("argmax_final", evt_tile_argmax_final, ts, {}, {B}, 0, 0); tally(r); head_us += r.us; free_all(ts);
     printf("  kernel-by-kernel step estimate (%lld layers): %.1f us  (layer %.1f us x %lld + embed/head %.1f us)\n", (long long)L,

@@ -41,9 +41,11 @@ typedef struct evt_qwen3_opts {
     int64_t max_ctx;       /* cache capacity per request, tokens (default 1024) */
     int64_t page_size;     /* tokens per KV page (default 16) */
     int64_t attn_splits;   /* split-KV partitions per (request, head) (default 4) */
-    int64_t target_tasks;  /* linear tiles aim for about this many tasks (default 132: one per H100/H200 SM) */
+    int64_t target_tasks;  /* linear calls have this many tiles (default 132: one per H100/H200 SM) */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
+    int split_rope;        /* ablation: q_rope and k_rope_append as their own calls before attn_split
+                              (default: attn_rope_split does all three in one task) */
 } evt_qwen3_opts;
 
 /* The .evt program of one decode step (malloc'd), or NULL on bad config. */

@@ -29,6 +29,7 @@
 #define EVT_TID ((int)threadIdx.x)
 #define EVT_NTHREADS ((int)blockDim.x)
 #define EVT_SYNC() __syncthreads()
+#define EVT_UNROLL _Pragma("unroll")
 typedef cuda::atomic_ref<int32_t, cuda::thread_scope_device> evt_aref32;
 typedef cuda::atomic_ref<int64_t, cuda::thread_scope_device> evt_aref64;
 EVT_DEV int32_t evt_load_acquire(int32_t *p) { return evt_aref32(*p).load(cuda::memory_order_acquire); }
@@ -46,11 +47,17 @@ EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p)
  * of a linear layer notifies one element per batch row. A relaxed add after
  * a release fence is a release pattern (PTX memory model); later adds by other
  * workers continue its release sequence. */
-EVT_DEV void evt_notify_fence(void) { __threadfence(); }
+/* fence.acq_rel.gpu, not __threadfence (fence.sc.gpu): release and acquire
+ * patterns need no sequential consistency */
+EVT_DEV void evt_notify_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device); }
 EVT_DEV void evt_red_notify(int32_t *p, int32_t v)
 { asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
-EVT_DEV void evt_acquire_fence(void) { __threadfence(); }
+EVT_DEV void evt_acquire_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device); }
+/* Batched waits poll with relaxed loads (several in flight, and no L1
+   invalidation per poll); one acquire fence follows a task's last wait. */
+EVT_DEV int32_t evt_poll_load(int32_t *p) { return evt_load_relaxed(p); }
+EVT_DEV void evt_waits_acquire(void) { evt_acquire_fence(); }
 EVT_DEV void evt_fence(void) { __threadfence(); }
 EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
@@ -67,6 +74,7 @@ EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
 #define EVT_TID 0
 #define EVT_NTHREADS 1
 #define EVT_SYNC() ((void)0)
+#define EVT_UNROLL
 EVT_DEV int32_t evt_load_acquire(int32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 EVT_DEV int32_t evt_load_relaxed(int32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 EVT_DEV void evt_store_relaxed(int32_t *p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
@@ -83,6 +91,9 @@ EVT_DEV void evt_notify_fence(void) { }
 EVT_DEV void evt_red_notify(int32_t *p, int32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELEASE); }
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 EVT_DEV void evt_acquire_fence(void) { }
+/* CPU: acquire polls (what ThreadSanitizer models), no fence after them */
+EVT_DEV int32_t evt_poll_load(int32_t *p) { return evt_load_acquire(p); }
+EVT_DEV void evt_waits_acquire(void) { }
 #if defined(__SANITIZE_THREAD__)
 /* ThreadSanitizer does not model standalone fences: a seq_cst read-modify-
    write of one shared word orders the same stores and is what it sees */
@@ -183,6 +194,67 @@ EVT_PROTO int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int
             return 1;
         }
     }
+}
+
+/* ---- batched waits ---------------------------------------------------- */
+
+/* A task's waits, collected by the generated dispatch (leader only): the
+ * counters of a batch are loaded together, so a task waiting on k elements
+ * that are already complete pays about one memory round trip, not k. On the
+ * GPU the polls are relaxed and evt_waits_acquire() (one acquire fence)
+ * follows the last batch; on the CPU every poll is an acquire load. */
+#define EVT_WAIT_BATCH 8
+typedef struct evt_waits {
+    int64_t elem[EVT_WAIT_BATCH];
+    int32_t event[EVT_WAIT_BATCH];
+    int32_t n;
+} evt_waits;
+
+/* Spins on one element until it reaches target (watchdog, abort). */
+EVT_PROTO int evt_wait_spin(const evt_ctx *C, evt_worker *W, int call, int event, int64_t elem, int32_t target)
+{
+    int32_t *cnt = &C->counters[elem];
+    uint64_t start = evt_now_ns();
+    uint32_t backoff = 32;
+    for (uint32_t spin = 0;; spin++) {
+        int32_t v = evt_poll_load(cnt);
+        if (v >= target) return 0;
+        if (evt_aborted(C)) return 1;
+        if (spin < 64) continue;
+        evt_pause(backoff);
+        if (backoff < 256) backoff *= 2;
+        if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
+            evt_raise(C, EVT_KERR_WAIT_TIMEOUT, W->id, call, event, W->task, elem, v, target);
+            return 1;
+        }
+    }
+}
+
+/* Waits for every element of the batch (all loads issued first), then
+ * empties it. Returns 1 if the launch was aborted. */
+EVT_PROTO int evt_wait_flush(const evt_ctx *C, evt_worker *W, int call, evt_waits *ws)
+{
+    int n = ws->n;
+    ws->n = 0;
+    if (C->mode == EVT_MODE_KBK) return 0; /* the kernel boundary ordered it */
+    int32_t v[EVT_WAIT_BATCH], target[EVT_WAIT_BATCH];
+    EVT_UNROLL
+    for (int i = 0; i < EVT_WAIT_BATCH; i++)
+        if (i < n) target[i] = C->target[ws->elem[i]];
+    EVT_UNROLL
+    for (int i = 0; i < EVT_WAIT_BATCH; i++)
+        if (i < n) v[i] = evt_poll_load(&C->counters[ws->elem[i]]);
+    for (int i = 0; i < n; i++)
+        if (v[i] < target[i] && evt_wait_spin(C, W, call, ws->event[i], ws->elem[i], target[i])) return 1;
+    return 0;
+}
+
+/* Adds one wait to the batch; flushes it when full. Returns 1 if aborted. */
+EVT_DEV int evt_wait_add(const evt_ctx *C, evt_worker *W, int call, evt_waits *ws, int event, int64_t elem)
+{
+    ws->elem[ws->n] = elem;
+    ws->event[ws->n] = event;
+    return ++ws->n == EVT_WAIT_BATCH ? evt_wait_flush(C, W, call, ws) : 0;
 }
 
 /* ---- ready queue ---------------------------------------------------- */

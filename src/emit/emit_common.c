@@ -225,6 +225,15 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
     evt_pr(o, "        A->ntensors = %d; A->nints = %d;\n", nt, ni);
 }
 
+/* Waits for the batched waits so far, then the acquire that orders the
+ * task's reads after them. */
+static void flush_waits(evt_printer *o, const evt_call *c, ids *t)
+{
+    evt_pr(o, "      if (evt_wait_flush(C, W, ");
+    id(o, t, ID_CALL, c->id);
+    evt_pr(o, ", &ws)) { W->skip = 1; goto waits_done; }\n      if (C->mode != EVT_MODE_KBK) evt_waits_acquire();\n");
+}
+
 /* The body of call c's function, with ids as slots of t (see ids). */
 static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c, evt_target tgt, ids *t)
 {
@@ -264,10 +273,22 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         }
         evt_pr(o, "        }\n");
     }
+    /* plain waits go through a batch (evt_waits: their counters are loaded
+       together); one acquire fence after the last */
+    int nplain = 0;
+    for (int k = 0; k < c->nedges; k++) nplain += c->edges[k].kind == EVT_WAIT && !c->edges[k].trigger;
+    if (nplain) evt_pr(o, "      evt_waits ws;\n      ws.n = 0;\n");
+    int batched = 0; /* plain waits added so far */
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_WAIT) continue;
         int ev = e->event->id;
+        if (batched && (e->trigger || evt_edge_is_data(p, c, e))) {
+            /* this wait reads tensor data (indptr, an index map) that the
+               earlier waits guard: they must be complete first */
+            flush_waits(o, c, t);
+            batched = 0;
+        }
         if (e->trigger) {
             evt_pr(o, "      { /* trigger-range wait */\n        int64_t ev = ");
             id(o, t, ID_EVENT, ev);
@@ -283,14 +304,16 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         evt_pr(o, "      { /* wait */\n");
         open_fors(o, c, e, "        ", t);
         elem_of(o, c, e, "        ", "W->skip = 1; goto waits_done;", 1, t);
-        evt_pr(o, "        if (evt_wait(C, W, ");
+        batched = 1;
+        evt_pr(o, "        if (evt_wait_add(C, W, ");
         id(o, t, ID_CALL, c->id);
-        evt_pr(o, ", ");
+        evt_pr(o, ", &ws, ");
         id(o, t, ID_EVENT, ev);
         evt_pr(o, ", elem)) { W->skip = 1; goto waits_done; }\n");
         close_fors(o, e, "        ");
         evt_pr(o, "      }\n");
     }
+    if (batched) flush_waits(o, c, t);
     evt_pr(o, "    waits_done:;\n    }\n    EVT_SYNC();\n    if (W->skip) return;\n");
     evt_pr(o, "    evt_trace_start(C, W, task);\n");
     if (tgt == EVT_TARGET_C)

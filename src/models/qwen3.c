@@ -2,16 +2,19 @@
  *
  * Per layer i (x_i is the residual stream, B rows):
  *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[0]        notifies H_i[0]
- *   qkvproj linear(h, Wqkv) -> qkv  over (piece)   waits H_i[0]        notifies QKV_i[piece]
- *          (a piece is a head, or 1/2 or 1/4 of one when heads are few)
- *   qr     q_rope(qkv) -> q             over (b, h)    waits the pieces of head h          notifies Q_i[b, h]
- *   kr     k_rope_append(qkv) -> cache  over (b, g)    waits the pieces of k and v head g  notifies KV_i[b, g]
- *   at     attn_split -> part           over (b, h, s) waits Q_i[b, h], KV_i[b, h/group]   notifies P_i[b, h]
+ *   qkvproj linear(h, Wqkv) -> qkv  over (nb)      waits H_i[0]        notifies QKV_i[the heads its rows touch]
+ *   at     attn_rope_split -> part, cache   over (b, h, s)  waits QKV_i[h], QKV_i[k and v head of h]
+ *          (q norm + RoPE, the new k/v, split-KV attention)  notifies P_i[b, h]
  *   am     attn_merge -> o              over (b, h)    waits P_i[b, h]     notifies AT_i[0]
  *   oproj  linear_res(o, Wo, x_i) -> xa over (nb)      waits AT_i[0]       notifies XA_i[0]
  *   n2     rmsnorm(xa) -> h2            over (b)       waits XA_i[0]       notifies H2_i[0]
  *   up     mlp_up(h2, Wg, Wu) -> a      over (nb)      waits H2_i[0]       notifies A_i[0]
  *   dn     linear_res(a, Wd, xa) -> x_{i+1}  over (nb) waits A_i[0]        notifies X_{i+1}[0]
+ * (`split_rope`, an ablation: q_rope over (b, h) and k_rope_append over
+ * (b, g) as their own calls, notifying Q_i[b, h] and KV_i[b, g], which
+ * attn_split waits on: one more handoff per layer.)
+ * Linear calls have one tile per worker (target_tasks, 132) with ragged row
+ * ranges, so every SM streams an equal share of each weight matrix.
  * then the final norm, the LM head (tiles of the vocabulary), a per-chunk
  * argmax waiting only on its LM-head tile, and the final argmax.
  * Attention splits carry `policy dynamic`: their length follows each
@@ -96,19 +99,21 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c)
     return 2.0 * (layer * c->num_hidden_layers + (double)c->vocab_size * H + H);
 }
 
-/* Tile width: about `target` tasks, a power of two in [1, 256]. */
-static int64_t pick_tn(int64_t n, int64_t target)
+/* Tiles of a linear call over n rows: `target` (one wave of workers), or
+ * fewer when rows are few; the LM head a multiple of target with at most 256
+ * rows per tile. Tiles are ragged (llm.c: rows [nb*n/T, (nb+1)*n/T)). */
+static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 {
-    int64_t want = (n + target - 1) / target, tn = 1;
-    while (tn < want && tn < 256) tn *= 2;
-    return tn;
+    int64_t T = target < n ? target : n;
+    while ((n + T - 1) / T > max_rows) T += target;
+    return T < n ? T : n;
 }
 
 #define P(...) evt_pr(&o, __VA_ARGS__)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {128, 1024, 16, 4, 132, 1, 0};
+    evt_qwen3_opts def = {128, 1024, 16, 4, 132, 1, 0, 0};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
@@ -123,12 +128,12 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     }
     int64_t MP = (op.max_ctx + op.page_size - 1) / op.page_size, S = op.attn_splits, G = nh / nkv;
     int64_t nqkv = (nh + 2 * nkv) * hd;
-    /* QKV tiles: a head, or a half or quarter of one when there are few heads,
-       so that the projection has enough tasks; q/k wait on their pieces */
-    int64_t qsplit = 1;
-    while (qsplit < 4 && (nh + 2 * nkv) * qsplit * 2 <= op.target_tasks && hd % (qsplit * 2) == 0) qsplit *= 2;
-    int64_t tn_o = pick_tn(H, op.target_tasks), tn_up = pick_tn(I, op.target_tasks), tn_dn = pick_tn(H, op.target_tasks);
-    int64_t tn_lm = pick_tn(V, op.target_tasks), NC = (V + tn_lm - 1) / tn_lm;
+    int64_t T_qkv = pick_tiles(nqkv, op.target_tasks, nqkv), T_o = pick_tiles(H, op.target_tasks, H);
+    int64_t T_up = pick_tiles(I, op.target_tasks, I), T_dn = T_o, NC = pick_tiles(V, op.target_tasks, 256);
+    /* a QKV tile notifies every head its rows touch: F elements from its
+       first row's head, clamped to its last row's head (a repeated element
+       is notified twice; wait-count inference counts both) */
+    int64_t F = ((nqkv + T_qkv - 1) / T_qkv - 1 + hd - 1) / hd + 1;
     long long eps = llround(c->rms_norm_eps * 1e12), theta = llround(c->rope_theta);
     /* row <-> tile events: one counter each, or (ablation) one element per row */
     const char *EV = op.row_events ? "B" : "1", *RW = op.row_events ? "b" : "0";
@@ -182,7 +187,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     for (int64_t l = 0; l < L; l++) {
         P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_qkv : bf16[B, %lld] scratch\n", (long long)l, (long long)nqkv);
-        P("tensor l%lld_q : bf16[B, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)hd);
+        if (op.split_rope) P("tensor l%lld_q : bf16[B, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)hd);
         P("tensor l%lld_part : f32[B, %lld, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)S, (long long)(hd + 2));
         P("tensor l%lld_o : bf16[B, %lld] scratch\n", (long long)l, (long long)(nh * hd));
         P("tensor l%lld_xa : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
@@ -198,8 +203,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* event names carry the layer as a prefix (e12_QKV): no name is another's prefix-extension */
     for (int64_t l = 0; l <= L; l++) P("event e%lld_X[%s]\n", (long long)l, EV);
     for (int64_t l = 0; l < L; l++) {
-        P("event e%lld_H[%s]\nevent e%lld_QKV[%lld]\nevent e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, EV, (long long)l,
-          (long long)((nh + 2 * nkv) * qsplit), (long long)l, (long long)nh, (long long)l, (long long)nkv);
+        P("event e%lld_H[%s]\nevent e%lld_QKV[%lld]\n", (long long)l, EV, (long long)l, (long long)(nh + 2 * nkv));
+        if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
         P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_H2[%s]\nevent e%lld_A[1]\n", (long long)l,
           (long long)nh, (long long)l, (long long)l, EV, (long long)l, EV, (long long)l);
     }
@@ -210,37 +215,42 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         long long i = (long long)l;
         P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n",
           i, i, i, i, eps, i, RW, i, RW);
-        long long qs = (long long)qsplit;
         P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_H%s\n    notify e%lld_QKV[nb]\n}\n", i, i, i, i, (long long)(hd / qsplit),
-          (long long)((nh + 2 * nkv) * qsplit), i, AW, i);
-        P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
-          "    wait e%lld_QKV[h * %lld + f] for f in [%lld]\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh,
-          i, qs, qs, i);
-        P("call l%lld_kr = k_rope_append(l%lld_qkv, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, %lld, %lld, %lld) over (b, g) in [B, %lld] {\n"
-          "    wait e%lld_QKV[(%lld + g) * %lld + f] for f in [%lld]\n    wait e%lld_QKV[(%lld + g) * %lld + f] for f in [%lld]\n"
-          "    notify e%lld_KV[b, g]\n}\n",
-          i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, i, (long long)nh, qs, qs, i, (long long)(nh + nkv), qs, qs, i);
-        P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %lld] policy dynamic {\n"
-          "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h]\n}\n",
-          i, i, i, i, i, (long long)nh, (long long)S, i, i, (long long)G, i);
+          "    wait e%lld_H%s\n    notify e%lld_QKV[min(nb * %lld / %lld / %lld + f, ((nb + 1) * %lld / %lld - 1) / %lld)] for f in [%lld]\n}\n",
+          i, i, i, i, (long long)T_qkv, (long long)T_qkv, i, AW, i, (long long)nqkv, (long long)T_qkv, (long long)hd, (long long)nqkv,
+          (long long)T_qkv, (long long)hd, (long long)F);
+        if (op.split_rope) {
+            P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
+              "    wait e%lld_QKV[h]\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, i, i);
+            P("call l%lld_kr = k_rope_append(l%lld_qkv, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, %lld, %lld, %lld) over (b, g) in [B, %lld] {\n"
+              "    wait e%lld_QKV[%lld + g]\n    wait e%lld_QKV[%lld + g]\n    notify e%lld_KV[b, g]\n}\n",
+              i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, i, (long long)nh, i, (long long)(nh + nkv), i);
+            P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %lld] policy dynamic {\n"
+              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h]\n}\n",
+              i, i, i, i, i, (long long)nh, (long long)S, i, i, (long long)G, i);
+        } else {
+            P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, %lld, %lld)"
+              " over (b, h, s) in [B, %lld, %lld] policy dynamic {\n"
+              "    wait e%lld_QKV[h]\n    wait e%lld_QKV[%lld + h / %lld]\n    wait e%lld_QKV[%lld + h / %lld]\n    notify e%lld_P[b, h]\n}\n",
+              i, i, i, i, i, i, i, eps, theta, (long long)nh, (long long)S, i, i, (long long)nh, (long long)G, i,
+              (long long)(nh + nkv), (long long)G, i);
+        }
         P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait e%lld_P[b, h]\n    notify e%lld_AT[0]\n}\n",
           i, i, i, (long long)nh, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)tn_o, (long long)((H + tn_o - 1) / tn_o), i, i, AW);
+          "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, i, i, AW);
         P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n",
           i, i, i, i, eps, i, RW, i, RW);
         P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)tn_up, (long long)((I + tn_up - 1) / tn_up), i, AW, i);
+          "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, (long long)T_up, i, AW, i);
         P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)tn_dn, (long long)((H + tn_dn - 1) / tn_dn), i, i + 1, AW);
+          "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, i, i + 1, AW);
     }
     P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
       (long long)L, eps, (long long)L, RW, RW);
     P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld] prefetch {\n    wait HF%s\n    notify LM[nb]\n}\n",
-      lm, (long long)tn_lm, (long long)NC, AW);
-    P("call amax = argmax_part(logits, pv, pi, %lld) over (b, c) in [B, %lld] {\n    wait LM[c]\n    notify AP[b]\n}\n",
-      (long long)tn_lm, (long long)NC);
+      lm, (long long)NC, (long long)NC, AW);
+    P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %lld] {\n    wait LM[c]\n    notify AP[b]\n}\n", (long long)NC);
     P("call pick = argmax_final(pv, pi, next) over (b) in [B] {\n    wait AP[b]\n}\n");
     return o.buf;
 }

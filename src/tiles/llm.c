@@ -5,9 +5,11 @@
  *
  *   embed(tok[B], E[V, H], x[B, H])                     over (b)
  *   rmsnorm(x[B, H], w[H], y[B, H], eps_e12)            over (b)
- *   linear(x[B, K], W[N, K], y[B, N], tn)               over (nb): y[:, nb*tn..] = x W^T
- *   linear_res(x[B, K], W[N, K], r[B, N], y[B, N], tn)  over (nb): y = r + x W^T
- *   mlp_up(x[B, K], Wg[I, K], Wu[I, K], a[B, I], tn)    over (nb): a = silu(x Wg^T) * (x Wu^T)
+ *   linear(x[B, K], W[N, K], y[B, N], T)                over (nb): y[:, rows] = x W[rows]^T
+ *   linear_res(x[B, K], W[N, K], r[B, N], y[B, N], T)   over (nb): y = r + x W^T
+ *   mlp_up(x[B, K], Wg[I, K], Wu[I, K], a[B, I], T)     over (nb): a = silu(x Wg^T) * (x Wu^T)
+ *       T tiles of (nearly) equal size: tile nb holds rows [nb*N/T, (nb+1)*N/T)
+ *       (integer division), so any T <= N balances, e.g. one tile per SM
  *   q_rope(qkv[B, Nqkv], wq[hd], pos[B], q[B, nh, hd], eps_e12, theta)   over (b, h)
  *       per-head RMSNorm of q head h, then rotate-half RoPE at position pos[b]
  *   k_rope_append(qkv, wk[hd], pos[B], bt[B, MP], kc[NP, PS, nkv, hd], vc[...], nh, eps_e12, theta)
@@ -17,8 +19,13 @@
  *   attn_split(q[B, nh, hd], kc, vc, bt, pos, part[B, nh, S, hd + 2])  over (b, h, s)
  *       split s of positions 0..pos[b]: running max, sum and unnormalised
  *       output of softmax(q k / sqrt(hd)) v, for the kv head h / (nh / nkv)
+ *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, eps_e12, theta)   over (b, h, s)
+ *       q_rope, k_rope_append and attn_split in one task: q head h normed and
+ *       rotated in place; the split holding position pos[b] computes the new
+ *       k and v itself (the task of the group's first q head writes them to
+ *       the cache), the others read only older positions from the cache
  *   attn_merge(part[B, nh, S, hd + 2], o[B, nh * hd])   over (b, h)
- *   argmax_part(logits[B, V], pv[B, NC], pi[B, NC], chunk)   over (b, c)
+ *   argmax_part(logits[B, V], pv[B, NC], pi[B, NC])     over (b, c): chunk c = [c*V/NC, (c+1)*V/NC)
  *   argmax_final(pv[B, NC], pi[B, NC], next[B])          over (b): lowest index wins ties
  */
 #include <math.h>
@@ -64,12 +71,21 @@ static float dot(const bf16 *x, const bf16 *w, int64_t K)
     return s;
 }
 
+/* Rows [*n0, *n1) of tile nb of T over N rows. */
+static void tile_rows(int64_t nb, int64_t T, int64_t N, int64_t *n0, int64_t *n1)
+{
+    if (T < 1) T = 1;
+    *n0 = nb * N / T;
+    *n1 = (nb + 1) * N / T < N ? (nb + 1) * N / T : N;
+}
+
 void evt_tile_linear(const evt_task_args *a)
 {
     const bf16 *x = a->t[0].ptr, *W = a->t[1].ptr;
     bf16 *y = a->t[2].ptr;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], tn = a->iarg[0];
-    for (int64_t n = a->coord[0] * tn; n < (a->coord[0] + 1) * tn && n < N; n++)
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    for (int64_t n = n0; n < n1; n++)
         for (int64_t b = 0; b < B; b++) st(y, b * N + n, dot(x + b * K, W + n * K, K));
 }
 
@@ -77,8 +93,9 @@ void evt_tile_linear_res(const evt_task_args *a)
 {
     const bf16 *x = a->t[0].ptr, *W = a->t[1].ptr, *r = a->t[2].ptr;
     bf16 *y = a->t[3].ptr;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], tn = a->iarg[0];
-    for (int64_t n = a->coord[0] * tn; n < (a->coord[0] + 1) * tn && n < N; n++)
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    for (int64_t n = n0; n < n1; n++)
         for (int64_t b = 0; b < B; b++) st(y, b * N + n, ld(r, b * N + n) + dot(x + b * K, W + n * K, K));
 }
 
@@ -86,8 +103,9 @@ void evt_tile_mlp_up(const evt_task_args *a)
 {
     const bf16 *x = a->t[0].ptr, *Wg = a->t[1].ptr, *Wu = a->t[2].ptr;
     bf16 *out = a->t[3].ptr;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], I = a->t[1].dim[0], tn = a->iarg[0];
-    for (int64_t n = a->coord[0] * tn; n < (a->coord[0] + 1) * tn && n < I; n++)
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], I = a->t[1].dim[0], n0, n1;
+    tile_rows(a->coord[0], a->iarg[0], I, &n0, &n1);
+    for (int64_t n = n0; n < n1; n++)
         for (int64_t b = 0; b < B; b++) {
             float g = dot(x + b * K, Wg + n * K, K), u = dot(x + b * K, Wu + n * K, K);
             st(out, b * I + n, g / (1.0f + expf(-g)) * u);
@@ -145,31 +163,84 @@ void evt_tile_k_rope_append(const evt_task_args *a)
     }
 }
 
-void evt_tile_attn_split(const evt_task_args *a)
+/* Split [lo, hi) of one (b, h) into dst = (max, sum, unnormalised output):
+ * q (hd floats) against the cache of kv head g; position pnew (if in range)
+ * uses knew / vnew instead of the cache. */
+static void attend(const evt_task_args *a, int ti_bt, int ti_kc, int ti_vc, int64_t b, int64_t g, const float *q,
+                   int64_t lo, int64_t hi, int64_t pnew, const float *knew, const float *vnew, float *dst)
 {
-    const bf16 *q = a->t[0].ptr, *kc = a->t[1].ptr, *vc = a->t[2].ptr;
-    const int32_t *pos = a->t[4].ptr;
-    float *part = a->t[5].ptr;
-    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
-    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], nkv = a->t[1].dim[2], S = a->t[5].dim[2];
-    int64_t g = h / (nh / nkv), L = (int64_t)pos[b] + 1, chunk = (L + S - 1) / S;
-    int64_t lo = s * chunk, hi = lo + chunk < L ? lo + chunk : L;
+    const bf16 *kc = a->t[ti_kc].ptr, *vc = a->t[ti_vc].ptr;
+    int64_t hd = a->t[ti_kc].dim[3];
     float m = -INFINITY, l = 0, o[1024] = {0};
     float scale = 1.0f / sqrtf((float)hd);
-    const bf16 *qh = q + (b * nh + h) * hd;
     for (int64_t t = lo; t < hi; t++) {
-        int64_t off = cache_off(a, 3, 1, b, t, g);
-        float sc = dot(qh, kc + off, hd) * scale;
+        int64_t off = t == pnew ? 0 : cache_off(a, ti_bt, ti_kc, b, t, g);
+        float d = 0;
+        for (int64_t i = 0; i < hd; i++) d += q[i] * (t == pnew ? knew[i] : ld(kc, off + i));
+        float sc = d * scale;
         float mn = sc > m ? sc : m;
         float corr = expf(m - mn), p = expf(sc - mn);
         l = l * corr + p;
-        for (int64_t i = 0; i < hd; i++) o[i] = o[i] * corr + p * ld(vc, off + i);
+        for (int64_t i = 0; i < hd; i++) o[i] = o[i] * corr + p * (t == pnew ? vnew[i] : ld(vc, off + i));
         m = mn;
     }
-    float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
     dst[0] = m;
     dst[1] = l;
     for (int64_t i = 0; i < hd; i++) dst[2 + i] = o[i];
+}
+
+/* Positions [lo, hi) of split s of 0..L-1 (empty when lo >= hi). */
+static void split_range(int64_t L, int64_t S, int64_t s, int64_t *lo, int64_t *hi)
+{
+    int64_t chunk = (L + S - 1) / S;
+    *lo = s * chunk;
+    *hi = *lo + chunk < L ? *lo + chunk : L;
+}
+
+void evt_tile_attn_split(const evt_task_args *a)
+{
+    const bf16 *q = a->t[0].ptr;
+    const int32_t *pos = a->t[4].ptr;
+    float *part = a->t[5].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
+    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], nkv = a->t[1].dim[2], S = a->t[5].dim[2], lo, hi;
+    split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
+    float qf[1024];
+    for (int64_t i = 0; i < hd; i++) qf[i] = ld(q, (b * nh + h) * hd + i);
+    attend(a, 3, 1, 2, b, h / (nh / nkv), qf, lo, hi, -1, NULL, NULL, part + ((b * nh + h) * S + s) * (hd + 2));
+}
+
+void evt_tile_attn_rope_split(const evt_task_args *a)
+{
+    const bf16 *qkv = a->t[0].ptr, *wq = a->t[1].ptr, *wk = a->t[2].ptr;
+    const int32_t *pos = a->t[3].ptr;
+    bf16 *kc = a->t[5].ptr, *vc = a->t[6].ptr;
+    float *part = a->t[7].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
+    int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
+    int64_t g = h / (nh / nkv), p = pos[b], lo, hi;
+    split_range(p + 1, S, s, &lo, &hi);
+    /* q and the new k round to bf16 as the separate q_rope / k_rope_append
+       tiles store them: both forms give the same result */
+    float qf[1024], kf[1024], vf[1024];
+    norm_rope(qkv + b * N + h * hd, wq, hd, p, a->iarg[0], a->iarg[1], qf);
+    for (int64_t i = 0; i < hd; i++) qf[i] = evt_bf16_to_f32(evt_f32_to_bf16(qf[i]));
+    int has_new = lo <= p && p < hi;
+    if (has_new) {
+        norm_rope(qkv + b * N + (nh + g) * hd, wk, hd, p, a->iarg[0], a->iarg[1], kf);
+        for (int64_t i = 0; i < hd; i++) {
+            kf[i] = evt_bf16_to_f32(evt_f32_to_bf16(kf[i]));
+            vf[i] = ld(qkv, b * N + (nh + nkv + g) * hd + i);
+        }
+        if (h % (nh / nkv) == 0) { /* one writer per kv head */
+            int64_t off = cache_off(a, 4, 5, b, p, g);
+            for (int64_t i = 0; i < hd; i++) {
+                st(kc, off + i, kf[i]);
+                vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
+            }
+        }
+    }
+    attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, part + ((b * nh + h) * S + s) * (hd + 2));
 }
 
 void evt_tile_attn_merge(const evt_task_args *a)
@@ -196,10 +267,11 @@ void evt_tile_argmax_part(const evt_task_args *a)
     const bf16 *logits = a->t[0].ptr;
     float *pv = a->t[1].ptr;
     int32_t *pi = a->t[2].ptr;
-    int64_t b = a->coord[0], c = a->coord[1], V = a->t[0].dim[1], NC = a->t[1].dim[1], chunk = a->iarg[0];
+    int64_t b = a->coord[0], c = a->coord[1], V = a->t[0].dim[1], NC = a->t[1].dim[1], v0, v1;
+    tile_rows(c, NC, V, &v0, &v1);
     float best = -INFINITY;
-    int64_t bi = c * chunk;
-    for (int64_t v = c * chunk; v < (c + 1) * chunk && v < V; v++)
+    int64_t bi = v0;
+    for (int64_t v = v0; v < v1; v++)
         if (ld(logits, b * V + v) > best) { best = ld(logits, b * V + v); bi = v; }
     pv[b * NC + c] = best;
     pi[b * NC + c] = (int32_t)bi;

@@ -23,6 +23,10 @@
  *       covers 32 / (hd / 8) x EVT_LLM_ATTN_U positions per step (all their
  *       loads in flight together), each lane group keeps an online softmax state; states merge through shuffles, then across
  *       warps in shared memory. hd % 8 != 0 or hd > 256: a slow generic path.
+ *   attn_rope_split: q_rope of head h into shared memory, and (the split
+ *       holding the new position) the new k and v, then the same split
+ *       attention with that position read from shared memory; the group's
+ *       first q head writes the new k and v to the cache.
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
  * read with plain loads. All shared memory is one 16 KiB static buffer. */
@@ -93,6 +97,14 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
 }
 
 /* ------------------------------------------------- linear family ------- */
+/* Rows [*n0, *n1) of tile nb of T over N rows (as llm.c). */
+__device__ __forceinline__ void evt_llm_tile_rows(int64_t nb, int64_t T, int64_t N, int64_t *n0, int64_t *n1)
+{
+    if (T < 1) T = 1;
+    *n0 = nb * N / T;
+    *n1 = (nb + 1) * N / T < N ? (nb + 1) * N / T : N;
+}
+
 __device__ __forceinline__ void evt_llm_mma(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -218,9 +230,8 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
     constexpr int BB = 8 * NB8, RB = 16 * RT;
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
     const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0];
-    int64_t tn = a->iarg[0];
-    int64_t n0 = a->coord[0] * tn, n1 = n0 + tn < N ? n0 + tn : N;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     if (n0 >= n1) return;
     int64_t nrt = (n1 - n0 + RB - 1) / RB, nbg = (B + BB - 1) / BB, U = nrt * nbg, nch = K / 32;
     int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -286,8 +297,8 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
 {
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
     const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], tn = a->iarg[0];
-    int64_t n0 = a->coord[0] * tn, n1 = n0 + tn < N ? n0 + tn : N;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     for (int64_t e = warp; e < (n1 - n0) * B; e += nwarps) {
         int64_t n = n0 + e / B, b = e % B;
@@ -311,7 +322,7 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0);
     if ((K & 31) || (al & 15) || (blockDim.x & 31)) { evt_llm_gemv_scalar<MODE>(a); return; }
-    int64_t N = a->t[1].dim[0], tn = a->iarg[0], nr = tn < N ? tn : N;
+    int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
     if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1>(a); return; }
     /* larger batches: several row tiles per warp share each x fragment */
     if (MODE == 2) { /* gate and up: two weights, RT <= 2 keeps registers in check */
@@ -329,9 +340,10 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
 }
 
 /* Called by one thread (the worker's leader, before its waits). */
-__device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t N, int64_t K, int64_t n0, int64_t tn)
+__device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t N, int64_t K, int64_t nb, int64_t T)
 {
-    int64_t n1 = n0 + tn < N ? n0 + tn : N;
+    int64_t n0, n1;
+    evt_llm_tile_rows(nb, T, N, &n0, &n1);
     if (n0 >= n1) return;
     const char *p = (const char *)(W + n0 * K);
     int64_t bytes = (n1 - n0) * K * 2;
@@ -355,13 +367,13 @@ __device__ __noinline__ void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<
 
 __device__ void linear_prefetch_cuda(const evt_task_args *a)
 {
-    evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0] * a->iarg[0], a->iarg[0]);
+    evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
 }
 __device__ void linear_res_prefetch_cuda(const evt_task_args *a) { linear_prefetch_cuda(a); }
 __device__ void mlp_up_prefetch_cuda(const evt_task_args *a)
 {
-    evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0] * a->iarg[0], a->iarg[0]);
-    evt_llm_prefetch_rows((const evt_bf16 *)a->t[2].ptr, a->t[2].dim[0], a->t[2].dim[1], a->coord[0] * a->iarg[0], a->iarg[0]);
+    evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
+    evt_llm_prefetch_rows((const evt_bf16 *)a->t[2].ptr, a->t[2].dim[0], a->t[2].dim[1], a->coord[0], a->iarg[0]);
 }
 
 /* ------------------------------------------------------------- rope ---- */
@@ -415,7 +427,17 @@ __device__ __noinline__ void k_rope_append_cuda(const evt_task_args *a)
 }
 
 /* -------------------------------------------------------- attention ---- */
-struct evt_llm_attn_state { float m, l; };
+/* One (b, h, split): q, the cache of kv head g, and the new position pnew
+ * (-1: none) whose k and v come from knew / vnew instead of the cache. */
+struct evt_llm_attn_io {
+    const evt_bf16 *q, *kc, *vc, *knew, *vnew;
+    const int32_t *bt;
+    int64_t MP, PS, nkv, hd, b, g, pnew;
+};
+
+/* q / k / v of the fused tile in shared memory, above the fast path's
+   per-warp merge area ([nwarps][hd + 2] floats) */
+#define EVT_LLM_ATTN_QKV_OFF 2560
 
 __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t MP, int64_t PS, int64_t nkv, int64_t hd,
                                                      int64_t b, int64_t t, int64_t g)
@@ -427,18 +449,14 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 #define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step (loads in flight) */
 #endif
 /* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256. */
-__device__ __forceinline__ void evt_llm_attn_fast(const evt_task_args *a, int64_t lo, int64_t hi, float *dst)
+__device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst)
 {
-    const evt_bf16 *q = (const evt_bf16 *)a->t[0].ptr, *kc = (const evt_bf16 *)a->t[1].ptr, *vc = (const evt_bf16 *)a->t[2].ptr;
-    const int32_t *bt = (const int32_t *)a->t[3].ptr;
-    int64_t b = a->coord[0], h = a->coord[1];
-    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], PS = a->t[1].dim[1], nkv = a->t[1].dim[2], MP = a->t[3].dim[1];
-    int64_t gq = h / (nh / nkv);
+    int64_t hd = io.hd;
     int lpp = (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
     int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     int sub = lane / lpp, part = lane % lpp;
     float scale = 1.0f / sqrtf((float)hd);
-    uint4 qv = evt_llm_ldx(q + (b * nh + h) * hd + part * 8);
+    uint4 qv = *(const uint4 *)(io.q + part * 8); /* plain load: global (after the waits) or shared */
     float qf[8] = {evt_llm_lo(qv.x), evt_llm_hi(qv.x), evt_llm_lo(qv.y), evt_llm_hi(qv.y),
                    evt_llm_lo(qv.z), evt_llm_hi(qv.z), evt_llm_lo(qv.w), evt_llm_hi(qv.w)};
     float m = -INFINITY, l = 0, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -457,9 +475,14 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_task_args *a, int64_
             kv[u] = make_uint4(0, 0, 0, 0);
             vv[u] = kv[u];
             if (ok[u]) {
-                int64_t off = evt_llm_cache_off(bt, MP, PS, nkv, hd, b, t, gq) + part * 8;
-                kv[u] = evt_llm_ldx(kc + off);
-                vv[u] = evt_llm_ldx(vc + off);
+                if (t == io.pnew) {
+                    kv[u] = *(const uint4 *)(io.knew + part * 8);
+                    vv[u] = *(const uint4 *)(io.vnew + part * 8);
+                } else {
+                    int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, io.nkv, hd, io.b, t, io.g) + part * 8;
+                    kv[u] = evt_llm_ldx(io.kc + off);
+                    vv[u] = evt_llm_ldx(io.vc + off);
+                }
             }
         }
         float d[U];
@@ -525,48 +548,102 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_task_args *a, int64_
 }
 
 /* Generic path: positions in order, threads over head_dim. */
-__device__ __forceinline__ void evt_llm_attn_slow(const evt_task_args *a, int64_t lo, int64_t hi, float *dst)
+__device__ __forceinline__ void evt_llm_attn_slow(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst)
 {
-    const evt_bf16 *q = (const evt_bf16 *)a->t[0].ptr, *kc = (const evt_bf16 *)a->t[1].ptr, *vc = (const evt_bf16 *)a->t[2].ptr;
-    const int32_t *bt = (const int32_t *)a->t[3].ptr;
-    int64_t b = a->coord[0], h = a->coord[1];
-    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], PS = a->t[1].dim[1], nkv = a->t[1].dim[2], MP = a->t[3].dim[1];
-    int64_t gq = h / (nh / nkv);
-    const evt_bf16 *qh = q + (b * nh + h) * hd;
+    int64_t hd = io.hd;
     float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, l = 0;
     for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = 0;
     for (int64_t t = lo; t < hi; t++) {
-        int64_t off = evt_llm_cache_off(bt, MP, PS, nkv, hd, b, t, gq);
+        bool nw = t == io.pnew;
+        const evt_bf16 *kp = nw ? io.knew : io.kc + evt_llm_cache_off(io.bt, io.MP, io.PS, io.nkv, hd, io.b, t, io.g);
+        const evt_bf16 *vp = nw ? io.vnew : io.vc + (kp - io.kc);
         float d = 0;
-        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) d += evt_llm_ld(qh, i) * evt_llm_ld(kc, off + i);
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) d += __bfloat162float(io.q[i]) * __bfloat162float(kp[i]);
         d = evt_llm_block_sum(d);
         float sc = d * scale, mn = sc > m ? sc : m, corr = expf(m - mn), p = expf(sc - mn);
         l = l * corr + p;
-        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = dst[2 + i] * corr + p * evt_llm_ld(vc, off + i);
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = dst[2 + i] * corr + p * __bfloat162float(vp[i]);
         m = mn;
     }
     if (threadIdx.x == 0) { dst[0] = m; dst[1] = l; }
 }
 
-__device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
+__device__ __forceinline__ void evt_llm_split_range(int64_t L, int64_t S, int64_t s, int64_t *lo, int64_t *hi)
 {
-    const int32_t *pos = (const int32_t *)a->t[4].ptr;
-    float *part = (float *)a->t[5].ptr;
-    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
-    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], S = a->t[5].dim[2];
-    int64_t L = (int64_t)pos[b] + 1, chunk = (L + S - 1) / S;
-    int64_t lo = s * chunk, hi = lo + chunk < L ? lo + chunk : L;
-    float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
-    int64_t lpp = hd / 8;
-    bool fast = hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (blockDim.x & 31) == 0 &&
-                (int64_t)(blockDim.x >> 5) * (hd + 2) <= EVT_LLM_SMEM_FLOATS &&
-                !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
+    int64_t chunk = (L + S - 1) / S;
+    *lo = s * chunk;
+    *hi = *lo + chunk < L ? *lo + chunk : L;
+}
+
+/* Runs one split: the empty marker, the fast path or the generic one. */
+__device__ __forceinline__ void evt_llm_attend(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, bool aligned)
+{
+    int64_t hd = io.hd, lpp = hd / 8;
+    bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (blockDim.x & 31) == 0 &&
+                (int64_t)(blockDim.x >> 5) * (hd + 2) <= EVT_LLM_ATTN_QKV_OFF;
     if (lo >= hi) {
         for (int64_t i = threadIdx.x; i < hd + 2; i += blockDim.x) dst[i] = i == 0 ? -INFINITY : 0.f;
         return;
     }
-    if (fast) evt_llm_attn_fast(a, lo, hi, dst);
-    else evt_llm_attn_slow(a, lo, hi, dst);
+    if (fast) evt_llm_attn_fast(io, lo, hi, dst);
+    else evt_llm_attn_slow(io, lo, hi, dst);
+}
+
+__device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *q = (const evt_bf16 *)a->t[0].ptr;
+    const int32_t *pos = (const int32_t *)a->t[4].ptr;
+    float *part = (float *)a->t[5].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
+    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], S = a->t[5].dim[2], lo, hi;
+    evt_llm_split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
+    evt_llm_attn_io io;
+    io.q = q + (b * nh + h) * hd;
+    io.kc = (const evt_bf16 *)a->t[1].ptr;
+    io.vc = (const evt_bf16 *)a->t[2].ptr;
+    io.knew = io.vnew = NULL;
+    io.bt = (const int32_t *)a->t[3].ptr;
+    io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
+    io.b = b; io.g = h / (nh / io.nkv); io.pnew = -1;
+    bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
+    evt_llm_attend(io, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), aligned);
+}
+
+/* q_rope + k_rope_append + attn_split (see llm.c). */
+__device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
+    const int32_t *pos = (const int32_t *)a->t[3].ptr;
+    evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
+    float *part = (float *)a->t[7].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
+    int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
+    int64_t G = nh / nkv, g = h / G, p = pos[b], lo, hi;
+    evt_llm_split_range(p + 1, S, s, &lo, &hi);
+    float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
+    evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + hd, *sv = sk + hd;
+    bool has_new = lo <= p && p < hi;
+    if (lo < hi) {
+        evt_llm_norm_rope(qkv + b * N + h * hd, wq, hd, p, a->iarg[0], a->iarg[1],
+                          [&](int64_t i, float v) { sq[i] = __float2bfloat16_rn(v); });
+        if (has_new) {
+            evt_llm_norm_rope(qkv + b * N + (nh + g) * hd, wk, hd, p, a->iarg[0], a->iarg[1],
+                              [&](int64_t i, float v) { sk[i] = __float2bfloat16_rn(v); });
+            for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) sv[i] = qkv[b * N + (nh + nkv + g) * hd + i];
+        }
+        __syncthreads();
+    }
+    evt_llm_attn_io io;
+    io.q = sq; io.kc = kc; io.vc = vc; io.knew = sk; io.vnew = sv;
+    io.bt = (const int32_t *)a->t[4].ptr;
+    io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
+    io.b = b; io.g = g; io.pnew = has_new ? p : -1;
+    if (has_new && h % G == 0) { /* one writer per kv head; no task of this launch reads position p from the cache */
+        int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g);
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
+    }
+    /* sq, sk, sv fit: 3 * hd bf16 <= 6 KiB above the offset (hd <= 1024, checked by the builder) */
+    evt_llm_attend(io, lo, hi, dst, !(((uintptr_t)kc | (uintptr_t)vc) & 15));
 }
 
 __device__ __noinline__ void attn_merge_cuda(const evt_task_args *a)
@@ -618,18 +695,18 @@ __device__ __noinline__ void argmax_part_cuda(const evt_task_args *a)
     const evt_bf16 *logits = (const evt_bf16 *)a->t[0].ptr;
     float *pv = (float *)a->t[1].ptr;
     int32_t *pi = (int32_t *)a->t[2].ptr;
-    int64_t b = a->coord[0], c = a->coord[1], V = a->t[0].dim[1], NC = a->t[1].dim[1], chunk = a->iarg[0];
-    int64_t e = (c + 1) * chunk < V ? (c + 1) * chunk : V;
+    int64_t b = a->coord[0], c = a->coord[1], V = a->t[0].dim[1], NC = a->t[1].dim[1], v0, e;
+    evt_llm_tile_rows(c, NC, V, &v0, &e);
     float best = -INFINITY;
     int32_t bi = INT32_MAX;
-    for (int64_t v = c * chunk + threadIdx.x; v < e; v += blockDim.x) {
+    for (int64_t v = v0 + threadIdx.x; v < e; v += blockDim.x) {
         float x = evt_llm_ld(logits, b * V + v);
         if (x > best) { best = x; bi = (int32_t)v; }
     }
     evt_llm_block_argmax(best, bi);
     if (threadIdx.x == 0) {
         pv[b * NC + c] = best;
-        pi[b * NC + c] = bi == INT32_MAX ? (int32_t)(c * chunk) : bi;
+        pi[b * NC + c] = bi == INT32_MAX ? (int32_t)v0 : bi;
     }
 }
 

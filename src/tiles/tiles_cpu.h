@@ -23,6 +23,7 @@ void evt_tile_mlp_up(const evt_task_args *a);
 void evt_tile_q_rope(const evt_task_args *a);
 void evt_tile_k_rope_append(const evt_task_args *a);
 void evt_tile_attn_split(const evt_task_args *a);
+void evt_tile_attn_rope_split(const evt_task_args *a);
 void evt_tile_attn_merge(const evt_task_args *a);
 void evt_tile_argmax_part(const evt_task_args *a);
 void evt_tile_argmax_final(const evt_task_args *a);

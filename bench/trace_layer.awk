@@ -1,0 +1,25 @@
+# bench/trace_layer.awk — the timeline of one layer's calls in an evtc Chrome trace.
+#   awk -F'"' -v layer=10 -f bench/trace_layer.awk trace.json
+# For each call named l<layer>_* (and the next layer's first call), in start
+# order: tasks, first start and last end relative to the layer's first task,
+# mean and max task time, and the gap between the previous call's last end
+# and this call's first start (the handoff latency on the critical path).
+/"ph": "X"/ {
+  c=$8
+  if (index(c, "l" layer "_") != 1 && c != "l" (layer + 1) "_n1") next
+  match($0,/"ts": [0-9.]+/); ts=substr($0,RSTART+6,RLENGTH-6)+0
+  match($0,/"dur": [0-9.]+/); d=substr($0,RSTART+7,RLENGTH-7)+0
+  if (!(c in lo) || ts < lo[c]) lo[c]=ts
+  if (ts+d > hi[c]) hi[c]=ts+d
+  n[c]++; s[c]+=d; if (d > mx[c]) mx[c]=d
+}
+END {
+  t0=-1; for (c in lo) if (t0 < 0 || lo[c] < t0) t0=lo[c]
+  k=0; for (c in lo) order[k++]=c
+  for (i=0;i<k;i++) for (j=i+1;j<k;j++) if (lo[order[j]] < lo[order[i]]) { t=order[i]; order[i]=order[j]; order[j]=t }
+  printf "%-14s %6s %9s %9s %8s %8s %8s\n", "call", "tasks", "start", "end", "gap", "mean", "max"
+  prev=-1
+  for (i=0;i<k;i++) { c=order[i]
+    printf "%-14s %6d %9.2f %9.2f %8.2f %8.2f %8.2f\n", c, n[c], lo[c]-t0, hi[c]-t0, prev < 0 ? 0 : lo[c]-prev, s[c]/n[c], mx[c]
+    if (hi[c] > prev) prev=hi[c] }
+}
