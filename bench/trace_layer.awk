@@ -4,8 +4,14 @@
 # order: tasks, first start and last end relative to the layer's first task,
 # mean and max task time, and the gap between the previous call's last end
 # and this call's first start (the handoff latency on the critical path).
+#   -v detail=l10_at  also lists that call's tasks: worker, start, end, and the
+#   task the same worker ran before it (what it was doing until then)
 /"ph": "X"/ {
   c=$8
+  match($0,/"tid": [0-9]+/); tid=substr($0,RSTART+7,RLENGTH-7)+0
+  match($0,/"ts": [0-9.]+/); ts0=substr($0,RSTART+6,RLENGTH-6)+0
+  match($0,/"dur": [0-9.]+/); d0=substr($0,RSTART+7,RLENGTH-7)+0
+  na++; an[na]=$4; at[na]=tid; as[na]=ts0; ae[na]=ts0+d0; ac[na]=c
   if (index(c, "l" layer "_") != 1 && c != "l" (layer + 1) "_n1") next
   match($0,/"ts": [0-9.]+/); ts=substr($0,RSTART+6,RLENGTH-6)+0
   match($0,/"dur": [0-9.]+/); d=substr($0,RSTART+7,RLENGTH-7)+0
@@ -22,4 +28,11 @@ END {
   for (i=0;i<k;i++) { c=order[i]
     printf "%-14s %6d %9.2f %9.2f %8.2f %8.2f %8.2f\n", c, n[c], lo[c]-t0, hi[c]-t0, prev < 0 ? 0 : lo[c]-prev, s[c]/n[c], mx[c]
     if (hi[c] > prev) prev=hi[c] }
+  if (detail != "") {
+    printf "\n%-22s %6s %9s %9s   previous task on the worker (end)\n", "task", "worker", "start", "end"
+    for (i=1;i<=na;i++) if (ac[i] == detail) {
+      best=0; for (j=1;j<=na;j++) if (at[j]==at[i] && j!=i && ae[j] <= as[i] + 0.001 && (best==0 || ae[j] > ae[best])) best=j
+      printf "%-22s %6d %9.2f %9.2f   %s (%.2f)\n", an[i], at[i], as[i]-t0, ae[i]-t0, best ? an[best] : "-", best ? ae[best]-t0 : 0
+    }
+  }
 }

@@ -62,6 +62,26 @@ EVT_DEV void evt_fence(void) { __threadfence(); }
 EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
 #define EVT_SHARED __shared__
+/* Tables that do not change during a launch (shape, events, queues, tensor
+   refs) are read through the read-only path: several loads in flight, and
+   not refetched after every acquire (bench/RESULTS.md: per-task overhead) */
+#ifdef EVT_RO_PLAIN /* ablation: plain loads */
+#define EVT_RO(x) (x)
+EVT_DEV evt_tensor_ref evt_ld_tensor(const evt_tensor_ref *p) { return *p; }
+#else
+#define EVT_RO(x) __ldg(&(x))
+EVT_DEV evt_tensor_ref evt_ld_tensor(const evt_tensor_ref *p)
+{
+    static_assert(sizeof(evt_tensor_ref) % 16 == 0, "tensor refs are copied in 16-byte pieces");
+    evt_tensor_ref r;
+    const uint4 *s = (const uint4 *)p;
+    uint4 *d = (uint4 *)&r;
+    uint4 w[sizeof(evt_tensor_ref) / 16];
+    for (unsigned i = 0; i < sizeof(evt_tensor_ref) / 16; i++) w[i] = __ldg(s + i);
+    for (unsigned i = 0; i < sizeof(evt_tensor_ref) / 16; i++) d[i] = w[i];
+    return r;
+}
+#endif
 #else
 /* ------------------------------------------------------------- C ------ */
 #include <sched.h>
@@ -116,6 +136,8 @@ EVT_DEV void evt_pause(uint32_t ns)
     nanosleep(&ts, NULL);
 }
 #define EVT_SHARED
+#define EVT_RO(x) (x)
+EVT_DEV evt_tensor_ref evt_ld_tensor(const evt_tensor_ref *p) { return *p; }
 #endif
 
 #ifndef EVT_INPUT_ARMING /* generated code defines it: 1 if the launch arms events first */
@@ -240,7 +262,7 @@ EVT_PROTO int evt_wait_flush(const evt_ctx *C, evt_worker *W, int call, evt_wait
     int32_t v[EVT_WAIT_BATCH], target[EVT_WAIT_BATCH];
     EVT_UNROLL
     for (int i = 0; i < EVT_WAIT_BATCH; i++)
-        if (i < n) target[i] = C->target[ws->elem[i]];
+        if (i < n) target[i] = EVT_RO(C->target[ws->elem[i]]);
     EVT_UNROLL
     for (int i = 0; i < EVT_WAIT_BATCH; i++)
         if (i < n) v[i] = evt_poll_load(&C->counters[ws->elem[i]]);

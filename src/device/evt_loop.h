@@ -47,8 +47,9 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
        passed after reading them. An aborted launch skips its remaining tasks
        at their first wait check. */
     int hybrid = C->mode == EVT_MODE_HYBRID;
-    for (int64_t k = C->q_off[W->id]; k < C->q_off[W->id + 1]; k++) {
-        uint32_t e = C->q[k];
+    int64_t k0 = EVT_RO(C->q_off[W->id]), k1 = EVT_RO(C->q_off[W->id + 1]);
+    for (int64_t k = k0; k < k1; k++) {
+        uint32_t e = EVT_RO(C->q[k]);
         evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
         if (hybrid) { /* completions may credit dynamic consumers */
             EVT_SYNC();
@@ -56,7 +57,7 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
         }
     }
     if (hybrid && EVT_LEADER) { /* this queue's entries count toward termination */
-        W->completed += (int32_t)(C->q_off[W->id + 1] - C->q_off[W->id]);
+        W->completed += (int32_t)(k1 - k0);
         evt_flush_completions(C, W);
     }
 }

@@ -96,9 +96,9 @@ static void elem_of(evt_printer *o, const evt_call *c, const evt_edge *e, const 
     for (int i = 0; i < e->nidx; i++) {
         evt_pr(o, "%s{ int64_t x = ", ind);
         expr(o, e->idx[i], c->id, t);
-        evt_pr(o, ", dim = C->ev_dim[");
+        evt_pr(o, ", dim = EVT_RO(C->ev_dim[");
         id(o, t, ID_EVENT, ev);
-        evt_pr(o, " * 4 + %d];\n", i);
+        evt_pr(o, " * 4 + %d]);\n", i);
         if (raise) {
             evt_pr(o, "%s  if (evt_check_index(C, W, ", ind);
             id(o, t, ID_CALL, c->id);
@@ -110,9 +110,9 @@ static void elem_of(evt_printer *o, const evt_call *c, const evt_edge *e, const 
         }
         evt_pr(o, "%s  elem = elem * dim + x; }\n", ind);
     }
-    evt_pr(o, "%selem += C->ev_base[", ind);
+    evt_pr(o, "%selem += EVT_RO(C->ev_base[", ind);
     id(o, t, ID_EVENT, ev);
-    evt_pr(o, "];\n");
+    evt_pr(o, "]);\n");
 }
 
 static void decode(evt_printer *o, const evt_call *c, const char *ext, ids *t)
@@ -121,16 +121,16 @@ static void decode(evt_printer *o, const evt_call *c, const char *ext, ids *t)
     id(o, t, ID_CALL, c->id);
     evt_pr(o, " * 4;\n");
     for (int k = c->rank - 1; k >= 0; k--)
-        evt_pr(o, "      v[%d] = q %% %s[K4 + %d]; q /= %s[K4 + %d];\n", k, ext, k, ext, k);
+        evt_pr(o, "      v[%d] = q %% EVT_RO(%s[K4 + %d]); q /= EVT_RO(%s[K4 + %d]);\n", k, ext, k, ext, k);
     evt_pr(o, "    }\n");
 }
 
 static void linear_task(evt_printer *o, const evt_call *c, ids *t)
 {
     /* base + ((v0 * ext1 + v1) * ext2 + v2) ... */
-    evt_pr(o, "C->task_base[");
+    evt_pr(o, "EVT_RO(C->task_base[");
     id(o, t, ID_CALL, c->id);
-    evt_pr(o, "] + ");
+    evt_pr(o, "]) + ");
     for (int k = 1; k < c->rank; k++) evt_pr(o, "(");
     evt_pr(o, "v[0]");
     for (int k = 1; k < c->rank; k++) evt_pr(o, " * X[%d] + v[%d])", k, k);
@@ -213,9 +213,9 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
     int nt = 0, ni = 0;
     for (int a = 0; a < c->nargs; a++) {
         if (c->args[a].kind == EVT_ARG_TENSOR) {
-            evt_pr(o, "        A->t[%d] = C->tensors[", nt++);
+            evt_pr(o, "        A->t[%d] = evt_ld_tensor(&C->tensors[", nt++);
             id(o, t, ID_TENSOR, c->args[a].tensor->id);
-            evt_pr(o, "];\n");
+            evt_pr(o, "]);\n");
         } else {
             evt_pr(o, "        A->iarg[%d] = ", ni++);
             expr(o, c->args[a].value, c->id, t);

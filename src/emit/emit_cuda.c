@@ -9,7 +9,14 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
     if (st) return st;
     evt_pr(out, "/* GPU entry: one persistent block per worker. */\n");
     evt_pr(out, "extern \"C\" __global__ void __launch_bounds__(EVT_BLOCK_THREADS) evt_kernel(const evt_ctx *C)\n{\n");
-    evt_pr(out, "    __shared__ evt_worker W;\n    evt_worker_main(C, &W, (int)blockIdx.x);\n}\n");
+    /* the context lives in shared memory for the launch: its fields are read
+       at every wait and notify, and global lines are refetched after each
+       acquire */
+    evt_pr(out, "    __shared__ evt_worker W;\n    __shared__ evt_ctx Cs;\n");
+    evt_pr(out, "    for (unsigned i = threadIdx.x; i < sizeof(evt_ctx) / 8; i += blockDim.x)\n");
+    evt_pr(out, "        ((uint64_t *)&Cs)[i] = ((const uint64_t *)C)[i];\n    EVT_SYNC();\n");
+    evt_pr(out, "#ifdef EVT_CTX_IN_GLOBAL /* ablation */\n    evt_worker_main(C, &W, (int)blockIdx.x);\n#else\n");
+    evt_pr(out, "    evt_worker_main(&Cs, &W, (int)blockIdx.x);\n#endif\n}\n");
     evt_pr(out, "/* Kernel-by-kernel entry: one ordinary launch per call, a block per task. */\n");
     evt_pr(out, "extern \"C\" __global__ void __launch_bounds__(EVT_BLOCK_THREADS) evt_call_kernel(const evt_ctx *C, int call)\n{\n");
     evt_pr(out, "    __shared__ evt_worker W;\n    if (EVT_LEADER) { W.id = (int)blockIdx.x; W.task = -1; W.nfan = 0; W.rng = 1; }\n");

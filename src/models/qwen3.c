@@ -3,8 +3,9 @@
  * Per layer i (x_i is the residual stream, B rows):
  *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[0]        notifies H_i[0]
  *   qkvproj linear(h, Wqkv) -> qkv  over (nb)      waits H_i[0]        notifies QKV_i[the heads its rows touch]
- *   at     attn_rope_split -> part, cache   over (b, h, s)  waits QKV_i[h], QKV_i[k and v head of h]
- *          (q norm + RoPE, the new k/v, split-KV attention)  notifies P_i[b, h]
+ *   at     attn_rope_split -> part, cache   over (b, g, s)  waits QKV_i[q heads of kv head g], QKV_i[k, v head g]
+ *          (q norm + RoPE of the group's q heads, the new k/v, split-KV
+ *          attention reading the cache once per group)  notifies P_i[b, h] of its q heads
  *   am     attn_merge -> o              over (b, h)    waits P_i[b, h]     notifies AT_i[0]
  *   oproj  linear_res(o, Wo, x_i) -> xa over (nb)      waits AT_i[0]       notifies XA_i[0]
  *   n2     rmsnorm(xa) -> h2            over (b)       waits XA_i[0]       notifies H2_i[0]
@@ -113,12 +114,12 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {128, 1024, 16, 4, 132, 1, 0, 0};
+    evt_qwen3_opts def = {128, 1024, 16, 0, 132, 1, 0, 0};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
     if (op.page_size <= 0) op.page_size = def.page_size;
-    if (op.attn_splits <= 0) op.attn_splits = def.attn_splits;
+    if (op.attn_splits < 0) op.attn_splits = 0;
     if (op.target_tasks <= 0) op.target_tasks = def.target_tasks;
     int64_t H = c->hidden_size, L = c->num_hidden_layers, nh = c->num_attention_heads, nkv = c->num_key_value_heads;
     int64_t hd = c->head_dim, I = c->intermediate_size, V = c->vocab_size;
@@ -126,7 +127,19 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "model %s: invalid configuration", c->name);
         return NULL;
     }
-    int64_t MP = (op.max_ctx + op.page_size - 1) / op.page_size, S = op.attn_splits, G = nh / nkv;
+    int64_t MP = (op.max_ctx + op.page_size - 1) / op.page_size, G = nh / nkv;
+    /* split-KV partitions: given, or adaptive in B: about target_tasks
+       attention tasks at small batches (32 tasks of 128 positions left most
+       workers idle at B = 1), at least 4 */
+    char Sx[96];
+    if (op.attn_splits > 0) snprintf(Sx, sizeof Sx, "%lld", (long long)op.attn_splits);
+    else snprintf(Sx, sizeof Sx, "max(4, %lld / (B * %lld))", (long long)op.target_tasks, (long long)(op.split_rope ? nh : nkv));
+    if (!op.split_rope && (G + 2) * hd > 4096) { /* attn_rope_split keeps a group's q heads, k and v in shared memory */
+        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0},
+                       "model %s: (heads per kv head + 2) x head_dim = %lld exceeds 4096 (use the split-rope form)", c->name,
+                       (long long)((G + 2) * hd));
+        return NULL;
+    }
     int64_t nqkv = (nh + 2 * nkv) * hd;
     int64_t T_qkv = pick_tiles(nqkv, op.target_tasks, nqkv), T_o = pick_tiles(H, op.target_tasks, H);
     int64_t T_up = pick_tiles(I, op.target_tasks, I), T_dn = T_o, NC = pick_tiles(V, op.target_tasks, 256);
@@ -188,7 +201,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_qkv : bf16[B, %lld] scratch\n", (long long)l, (long long)nqkv);
         if (op.split_rope) P("tensor l%lld_q : bf16[B, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)hd);
-        P("tensor l%lld_part : f32[B, %lld, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)S, (long long)(hd + 2));
+        P("tensor l%lld_part : f32[B, %lld, %s, %lld] scratch\n", (long long)l, (long long)nh, Sx, (long long)(hd + 2));
         P("tensor l%lld_o : bf16[B, %lld] scratch\n", (long long)l, (long long)(nh * hd));
         P("tensor l%lld_xa : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_h2 : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
@@ -225,15 +238,16 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("call l%lld_kr = k_rope_append(l%lld_qkv, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, %lld, %lld, %lld) over (b, g) in [B, %lld] {\n"
               "    wait e%lld_QKV[%lld + g]\n    wait e%lld_QKV[%lld + g]\n    notify e%lld_KV[b, g]\n}\n",
               i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, i, (long long)nh, i, (long long)(nh + nkv), i);
-            P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %lld] policy dynamic {\n"
+            P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %s] policy dynamic {\n"
               "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h]\n}\n",
-              i, i, i, i, i, (long long)nh, (long long)S, i, i, (long long)G, i);
+              i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, %lld, %lld)"
-              " over (b, h, s) in [B, %lld, %lld] policy dynamic {\n"
-              "    wait e%lld_QKV[h]\n    wait e%lld_QKV[%lld + h / %lld]\n    wait e%lld_QKV[%lld + h / %lld]\n    notify e%lld_P[b, h]\n}\n",
-              i, i, i, i, i, i, i, eps, theta, (long long)nh, (long long)S, i, i, (long long)nh, (long long)G, i,
-              (long long)(nh + nkv), (long long)G, i);
+              " over (b, g, s) in [B, %lld, %s] policy dynamic {\n"
+              "    wait e%lld_QKV[g * %lld + f] for f in [%lld]\n    wait e%lld_QKV[%lld + g]\n    wait e%lld_QKV[%lld + g]\n"
+              "    notify e%lld_P[b, g * %lld + f] for f in [%lld]\n}\n",
+              i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, i, (long long)G, (long long)G, i, (long long)nh, i,
+              (long long)(nh + nkv), i, (long long)G, (long long)G);
         }
         P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait e%lld_P[b, h]\n    notify e%lld_AT[0]\n}\n",
           i, i, i, (long long)nh, i, i);

@@ -19,11 +19,12 @@
  *   attn_split(q[B, nh, hd], kc, vc, bt, pos, part[B, nh, S, hd + 2])  over (b, h, s)
  *       split s of positions 0..pos[b]: running max, sum and unnormalised
  *       output of softmax(q k / sqrt(hd)) v, for the kv head h / (nh / nkv)
- *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, eps_e12, theta)   over (b, h, s)
- *       q_rope, k_rope_append and attn_split in one task: q head h normed and
- *       rotated in place; the split holding position pos[b] computes the new
- *       k and v itself (the task of the group's first q head writes them to
- *       the cache), the others read only older positions from the cache
+ *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, eps_e12, theta)   over (b, g, s)
+ *       q_rope, k_rope_append and attn_split in one task for the nh / nkv
+ *       q heads of kv head g (grouped-query attention: the cache of g is read
+ *       once for all of them): q heads normed and rotated in place; the split
+ *       holding position pos[b] computes the new k and v itself and writes
+ *       them to the cache, the others read only older positions
  *   attn_merge(part[B, nh, S, hd + 2], o[B, nh * hd])   over (b, h)
  *   argmax_part(logits[B, V], pv[B, NC], pi[B, NC])     over (b, c): chunk c = [c*V/NC, (c+1)*V/NC)
  *   argmax_final(pv[B, NC], pi[B, NC], next[B])          over (b): lowest index wins ties
@@ -216,31 +217,29 @@ void evt_tile_attn_rope_split(const evt_task_args *a)
     const int32_t *pos = a->t[3].ptr;
     bf16 *kc = a->t[5].ptr, *vc = a->t[6].ptr;
     float *part = a->t[7].ptr;
-    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
+    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
-    int64_t g = h / (nh / nkv), p = pos[b], lo, hi;
+    int64_t G = nh / nkv, p = pos[b], lo, hi;
     split_range(p + 1, S, s, &lo, &hi);
     /* q and the new k round to bf16 as the separate q_rope / k_rope_append
        tiles store them: both forms give the same result */
     float qf[1024], kf[1024], vf[1024];
-    norm_rope(qkv + b * N + h * hd, wq, hd, p, a->iarg[0], a->iarg[1], qf);
-    for (int64_t i = 0; i < hd; i++) qf[i] = evt_bf16_to_f32(evt_f32_to_bf16(qf[i]));
     int has_new = lo <= p && p < hi;
-    if (has_new) {
+    if (has_new) { /* the new k and v, written to the cache once per group */
         norm_rope(qkv + b * N + (nh + g) * hd, wk, hd, p, a->iarg[0], a->iarg[1], kf);
+        int64_t off = cache_off(a, 4, 5, b, p, g);
         for (int64_t i = 0; i < hd; i++) {
             kf[i] = evt_bf16_to_f32(evt_f32_to_bf16(kf[i]));
             vf[i] = ld(qkv, b * N + (nh + nkv + g) * hd + i);
-        }
-        if (h % (nh / nkv) == 0) { /* one writer per kv head */
-            int64_t off = cache_off(a, 4, 5, b, p, g);
-            for (int64_t i = 0; i < hd; i++) {
-                st(kc, off + i, kf[i]);
-                vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
-            }
+            st(kc, off + i, kf[i]);
+            vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
         }
     }
-    attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, part + ((b * nh + h) * S + s) * (hd + 2));
+    for (int64_t h = g * G; h < (g + 1) * G; h++) {
+        norm_rope(qkv + b * N + h * hd, wq, hd, p, a->iarg[0], a->iarg[1], qf);
+        for (int64_t i = 0; i < hd; i++) qf[i] = evt_bf16_to_f32(evt_f32_to_bf16(qf[i]));
+        attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, part + ((b * nh + h) * S + s) * (hd + 2));
+    }
 }
 
 void evt_tile_attn_merge(const evt_task_args *a)

@@ -23,13 +23,14 @@
  *       covers 32 / (hd / 8) x EVT_LLM_ATTN_U positions per step (all their
  *       loads in flight together), each lane group keeps an online softmax state; states merge through shuffles, then across
  *       warps in shared memory. hd % 8 != 0 or hd > 256: a slow generic path.
- *   attn_rope_split: q_rope of head h into shared memory, and (the split
- *       holding the new position) the new k and v, then the same split
- *       attention with that position read from shared memory; the group's
- *       first q head writes the new k and v to the cache.
+ *   attn_rope_split: q_rope of the kv group's q heads into shared memory,
+ *       and (the split holding the new position) the new k and v, which it
+ *       writes to the cache; then the split attention for all the group's q
+ *       heads at once (each cache line loaded once, scored G times), the new
+ *       position read from shared memory.
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
- * read with plain loads. All shared memory is one 16 KiB static buffer. */
+ * read with plain loads. All shared memory is one 32 KiB static buffer. */
 #ifndef EVT_TILE_LLM_CUH
 #define EVT_TILE_LLM_CUH
 #include <cuda_bf16.h>
@@ -38,7 +39,7 @@
 #ifndef EVT_LLM_PREFETCH_CAP
 #define EVT_LLM_PREFETCH_CAP (128 * 1024) /* bytes of L2 prefetch per weight matrix per task */
 #endif
-#define EVT_LLM_SMEM_FLOATS 4096
+#define EVT_LLM_SMEM_FLOATS 8192
 
 static __shared__ __align__(16) float evt_llm_smem[EVT_LLM_SMEM_FLOATS];
 
@@ -60,56 +61,6 @@ __device__ __forceinline__ float evt_llm_block_sum(float v)
     for (int w = 0; w < nw; w++) s += evt_llm_smem[w];
     __syncthreads();
     return s;
-}
-
-/* ------------------------------------------------------------ embed ---- */
-__device__ __noinline__ void embed_cuda(const evt_task_args *a)
-{
-    const int32_t *tok = (const int32_t *)a->t[0].ptr;
-    const evt_bf16 *E = (const evt_bf16 *)a->t[1].ptr;
-    evt_bf16 *x = (evt_bf16 *)a->t[2].ptr;
-    int64_t b = a->coord[0], V = a->t[1].dim[0], H = a->t[1].dim[1];
-    int64_t t = tok[b];
-    if (t < 0 || t >= V) t = 0;
-    const evt_bf16 *src = E + t * H;
-    evt_bf16 *dst = x + b * H;
-    if (((H & 7) == 0) && !(((uintptr_t)src | (uintptr_t)dst) & 15)) {
-        for (int64_t i = threadIdx.x; i < H / 8; i += blockDim.x)
-            ((uint4 *)dst)[i] = __ldg((const uint4 *)src + i);
-    } else {
-        for (int64_t i = threadIdx.x; i < H; i += blockDim.x) dst[i] = src[i];
-    }
-}
-
-/* ---------------------------------------------------------- rmsnorm ---- */
-__device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
-{
-    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[1].ptr;
-    evt_bf16 *y = (evt_bf16 *)a->t[2].ptr;
-    int64_t b = a->coord[0], H = a->t[0].dim[1];
-    const evt_bf16 *xr = x + b * H;
-    float ss = 0;
-    for (int64_t i = threadIdx.x; i < H; i += blockDim.x) { float v = evt_llm_ld(xr, i); ss += v * v; }
-    ss = evt_llm_block_sum(ss);
-    float s = 1.0f / sqrtf(ss / (float)H + (float)a->iarg[0] * 1e-12f);
-    for (int64_t i = threadIdx.x; i < H; i += blockDim.x)
-        evt_llm_st(y, b * H + i, evt_llm_ld(xr, i) * s * __bfloat162float(__ldg(w + i)));
-}
-
-/* ------------------------------------------------- linear family ------- */
-/* Rows [*n0, *n1) of tile nb of T over N rows (as llm.c). */
-__device__ __forceinline__ void evt_llm_tile_rows(int64_t nb, int64_t T, int64_t N, int64_t *n0, int64_t *n1)
-{
-    if (T < 1) T = 1;
-    *n0 = nb * N / T;
-    *n1 = (nb + 1) * N / T < N ? (nb + 1) * N / T : N;
-}
-
-__device__ __forceinline__ void evt_llm_mma(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 /* Weight loads: read-only path with L1::no_allocate (streamed once) and
@@ -134,6 +85,103 @@ __device__ __forceinline__ uint4 evt_llm_ldx(const evt_bf16 *p)
     uint4 r;
     asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p) : "memory");
     return r;
+}
+
+/* ------------------------------------------------------------ embed ---- */
+__device__ __noinline__ void embed_cuda(const evt_task_args *a)
+{
+    const int32_t *tok = (const int32_t *)a->t[0].ptr;
+    const evt_bf16 *E = (const evt_bf16 *)a->t[1].ptr;
+    evt_bf16 *x = (evt_bf16 *)a->t[2].ptr;
+    int64_t b = a->coord[0], V = a->t[1].dim[0], H = a->t[1].dim[1];
+    int64_t t = tok[b];
+    if (t < 0 || t >= V) t = 0;
+    const evt_bf16 *src = E + t * H;
+    evt_bf16 *dst = x + b * H;
+    if (((H & 7) == 0) && !(((uintptr_t)src | (uintptr_t)dst) & 15)) {
+        for (int64_t i = threadIdx.x; i < H / 8; i += blockDim.x)
+            ((uint4 *)dst)[i] = __ldg((const uint4 *)src + i);
+    } else {
+        for (int64_t i = threadIdx.x; i < H; i += blockDim.x) dst[i] = src[i];
+    }
+}
+
+/* ---------------------------------------------------------- rmsnorm ---- */
+/* Fast path (H % 8 == 0, 16-byte aligned, H <= 32 * blockDim): each thread
+ * loads its (up to 4) 16-byte chunks of x and w at once and keeps x in
+ * registers for the second pass: a scalar loop was one memory round trip per
+ * element per thread (10 us for qwen3-8b's 4096, bench/RESULTS.md). */
+__device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[1].ptr;
+    evt_bf16 *y = (evt_bf16 *)a->t[2].ptr;
+    int64_t b = a->coord[0], H = a->t[0].dim[1];
+    const evt_bf16 *xr = x + b * H;
+    evt_bf16 *yr = y + b * H;
+    float eps = (float)a->iarg[0] * 1e-12f;
+    constexpr int R = 4;
+    if (H % 8 == 0 && H / 8 <= R * (int64_t)blockDim.x && !(((uintptr_t)xr | (uintptr_t)w | (uintptr_t)yr) & 15)) {
+        uint4 xv[R], wv[R];
+        float ss = 0;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            int64_t i = threadIdx.x + (int64_t)r * blockDim.x;
+            if (i < H / 8) {
+                xv[r] = evt_llm_ldx(xr + 8 * i);
+                wv[r] = __ldg((const uint4 *)w + i);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            if (threadIdx.x + (int64_t)r * blockDim.x >= H / 8) continue;
+            const uint32_t *u = &xv[r].x;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                float lo = evt_llm_lo(u[j]), hi = evt_llm_hi(u[j]);
+                ss += lo * lo;
+                ss += hi * hi;
+            }
+        }
+        ss = evt_llm_block_sum(ss);
+        float s = 1.0f / sqrtf(ss / (float)H + eps);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            int64_t i = threadIdx.x + (int64_t)r * blockDim.x;
+            if (i >= H / 8) continue;
+            const uint32_t *u = &xv[r].x, *v = &wv[r].x;
+            uint4 out;
+            uint32_t *o = &out.x;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                __nv_bfloat162 pr = __floats2bfloat162_rn(evt_llm_lo(u[j]) * s * evt_llm_lo(v[j]), evt_llm_hi(u[j]) * s * evt_llm_hi(v[j]));
+                o[j] = *(uint32_t *)&pr;
+            }
+            *(uint4 *)(yr + 8 * i) = out;
+        }
+        return;
+    }
+    float ss = 0;
+    for (int64_t i = threadIdx.x; i < H; i += blockDim.x) { float v = evt_llm_ld(xr, i); ss += v * v; }
+    ss = evt_llm_block_sum(ss);
+    float s = 1.0f / sqrtf(ss / (float)H + eps);
+    for (int64_t i = threadIdx.x; i < H; i += blockDim.x)
+        evt_llm_st(yr, i, evt_llm_ld(xr, i) * s * __bfloat162float(__ldg(w + i)));
+}
+
+/* ------------------------------------------------- linear family ------- */
+/* Rows [*n0, *n1) of tile nb of T over N rows (as llm.c). */
+__device__ __forceinline__ void evt_llm_tile_rows(int64_t nb, int64_t T, int64_t N, int64_t *n0, int64_t *n1)
+{
+    if (T < 1) T = 1;
+    *n0 = nb * N / T;
+    *n1 = (nb + 1) * N / T < N ? (nb + 1) * N / T : N;
+}
+
+__device__ __forceinline__ void evt_llm_mma(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 /* Epilogue: MODE 0 y = acc, 1 y = r + acc, 2 y = silu(g) * u. */
@@ -399,6 +447,50 @@ __device__ __forceinline__ void evt_llm_norm_rope(const evt_bf16 *in, const evt_
     }
 }
 
+/* q (and, when kin is not NULL, k) of one head: RMSNorm + RoPE as
+ * evt_llm_norm_rope, both in one pass: one block reduction for the two sums
+ * of squares (same per-value order, so the same results) and one double
+ * sincos per rotation pair shared by q and k. Outputs bf16 (shared memory). */
+__device__ __forceinline__ void evt_llm_qk_norm_rope(const evt_bf16 *qin, const evt_bf16 *wq, const evt_bf16 *kin,
+                                                     const evt_bf16 *wk, int64_t hd, int64_t p, int64_t eps_e12,
+                                                     int64_t theta, evt_bf16 *qout, evt_bf16 *kout)
+{
+    float ssq = 0, ssk = 0;
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
+        float v = evt_llm_ld(qin, i);
+        ssq += v * v;
+        if (kin) { float u = evt_llm_ld(kin, i); ssk += u * u; }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        ssq += __shfl_xor_sync(0xffffffffu, ssq, o);
+        ssk += __shfl_xor_sync(0xffffffffu, ssk, o);
+    }
+    int warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    if ((threadIdx.x & 31) == 0) { evt_llm_smem[warp] = ssq; evt_llm_smem[32 + warp] = ssk; }
+    __syncthreads();
+    float tq = 0, tk = 0;
+    for (int w = 0; w < nw; w++) { tq += evt_llm_smem[w]; tk += evt_llm_smem[32 + w]; }
+    __syncthreads();
+    float eps = (float)eps_e12 * 1e-12f;
+    float sq = 1.0f / sqrtf(tq / (float)hd + eps), sk = 1.0f / sqrtf(tk / (float)hd + eps);
+    int64_t half = hd / 2;
+    for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+        double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;
+        sincos((double)p * inv, &sn, &cs);
+        float c = (float)cs, sf = (float)sn;
+        float v0 = evt_llm_ld(qin, i) * sq * __bfloat162float(__ldg(wq + i));
+        float v1 = evt_llm_ld(qin, i + half) * sq * __bfloat162float(__ldg(wq + i + half));
+        qout[i] = __float2bfloat16_rn(v0 * c - v1 * sf);
+        qout[i + half] = __float2bfloat16_rn(v1 * c + v0 * sf);
+        if (kin) {
+            float u0 = evt_llm_ld(kin, i) * sk * __bfloat162float(__ldg(wk + i));
+            float u1 = evt_llm_ld(kin, i + half) * sk * __bfloat162float(__ldg(wk + i + half));
+            kout[i] = __float2bfloat16_rn(u0 * c - u1 * sf);
+            kout[i + half] = __float2bfloat16_rn(u1 * c + u0 * sf);
+        }
+    }
+}
+
 __device__ __noinline__ void q_rope_cuda(const evt_task_args *a)
 {
     const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[1].ptr;
@@ -435,9 +527,9 @@ struct evt_llm_attn_io {
     int64_t MP, PS, nkv, hd, b, g, pnew;
 };
 
-/* q / k / v of the fused tile in shared memory, above the fast path's
-   per-warp merge area ([nwarps][hd + 2] floats) */
-#define EVT_LLM_ATTN_QKV_OFF 2560
+/* q heads / k / v of the fused tile in shared memory, above the fast path's
+   per-warp merge area ([nwarps][G][hd + 2] floats) */
+#define EVT_LLM_ATTN_QKV_OFF 6144
 
 __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t MP, int64_t PS, int64_t nkv, int64_t hd,
                                                      int64_t b, int64_t t, int64_t g)
@@ -448,18 +540,29 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 #ifndef EVT_LLM_ATTN_U
 #define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step (loads in flight) */
 #endif
-/* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256. */
-__device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst)
+/* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256.
+ * G q heads (io.q + i * hd, i < G) share the kv head: each cache position is
+ * loaded once and scored against all of them (grouped-query attention).
+ * Head i's result goes to dst + i * dstride. */
+template <int G>
+__device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride)
 {
     int64_t hd = io.hd;
     int lpp = (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
     int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     int sub = lane / lpp, part = lane % lpp;
     float scale = 1.0f / sqrtf((float)hd);
-    uint4 qv = *(const uint4 *)(io.q + part * 8); /* plain load: global (after the waits) or shared */
-    float qf[8] = {evt_llm_lo(qv.x), evt_llm_hi(qv.x), evt_llm_lo(qv.y), evt_llm_hi(qv.y),
-                   evt_llm_lo(qv.z), evt_llm_hi(qv.z), evt_llm_lo(qv.w), evt_llm_hi(qv.w)};
-    float m = -INFINITY, l = 0, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float qf[G][8], m[G], l[G], o[G][8];
+#pragma unroll
+    for (int i = 0; i < G; i++) {
+        uint4 qv = *(const uint4 *)(io.q + i * hd + part * 8); /* plain load: global (after the waits) or shared */
+        qf[i][0] = evt_llm_lo(qv.x); qf[i][1] = evt_llm_hi(qv.x); qf[i][2] = evt_llm_lo(qv.y); qf[i][3] = evt_llm_hi(qv.y);
+        qf[i][4] = evt_llm_lo(qv.z); qf[i][5] = evt_llm_hi(qv.z); qf[i][6] = evt_llm_lo(qv.w); qf[i][7] = evt_llm_hi(qv.w);
+        m[i] = -INFINITY;
+        l[i] = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) o[i][j] = 0;
+    }
     /* EVT_LLM_ATTN_U positions per lane group per step, all their K and V
        (and page-table) loads issued before any is used: a step used to be
        one load round trip per position (latency-bound, ~9 us per task) */
@@ -485,66 +588,79 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
                 }
             }
         }
-        float d[U];
+        float d[G][U];
 #pragma unroll
-        for (int u = 0; u < U; u++)
-            d[u] = qf[0] * evt_llm_lo(kv[u].x) + qf[1] * evt_llm_hi(kv[u].x) + qf[2] * evt_llm_lo(kv[u].y) +
-                   qf[3] * evt_llm_hi(kv[u].y) + qf[4] * evt_llm_lo(kv[u].z) + qf[5] * evt_llm_hi(kv[u].z) +
-                   qf[6] * evt_llm_lo(kv[u].w) + qf[7] * evt_llm_hi(kv[u].w);
+        for (int i = 0; i < G; i++)
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                d[i][u] = qf[i][0] * evt_llm_lo(kv[u].x) + qf[i][1] * evt_llm_hi(kv[u].x) + qf[i][2] * evt_llm_lo(kv[u].y) +
+                          qf[i][3] * evt_llm_hi(kv[u].y) + qf[i][4] * evt_llm_lo(kv[u].z) + qf[i][5] * evt_llm_hi(kv[u].z) +
+                          qf[i][6] * evt_llm_lo(kv[u].w) + qf[i][7] * evt_llm_hi(kv[u].w);
         for (int o2 = lpp / 2; o2 > 0; o2 >>= 1)
 #pragma unroll
-            for (int u = 0; u < U; u++) d[u] += __shfl_xor_sync(0xffffffffu, d[u], o2);
+            for (int i = 0; i < G; i++)
+#pragma unroll
+                for (int u = 0; u < U; u++) d[i][u] += __shfl_xor_sync(0xffffffffu, d[i][u], o2);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             if (!ok[u]) continue;
-            float sc = d[u] * scale;
-            float mn = sc > m ? sc : m;
-            float corr = expf(m - mn), p = expf(sc - mn);
-            l = l * corr + p;
             float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
                            evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
 #pragma unroll
-            for (int i = 0; i < 8; i++) o[i] = o[i] * corr + p * vf[i];
-            m = mn;
+            for (int i = 0; i < G; i++) {
+                float sc = d[i][u] * scale;
+                float mn = sc > m[i] ? sc : m[i];
+                float corr = expf(m[i] - mn), p = expf(sc - mn);
+                l[i] = l[i] * corr + p;
+#pragma unroll
+                for (int j = 0; j < 8; j++) o[i][j] = o[i][j] * corr + p * vf[j];
+                m[i] = mn;
+            }
         }
     }
     /* merge the position groups of the warp */
     for (int off = lpp; off < 32; off <<= 1) {
-        float m2 = __shfl_xor_sync(0xffffffffu, m, off), l2 = __shfl_xor_sync(0xffffffffu, l, off);
-        float o2[8];
 #pragma unroll
-        for (int i = 0; i < 8; i++) o2[i] = __shfl_xor_sync(0xffffffffu, o[i], off);
-        float M = m > m2 ? m : m2;
-        float w1 = l > 0 ? expf(m - M) : 0.f, w2 = l2 > 0 ? expf(m2 - M) : 0.f;
-        l = l * w1 + l2 * w2;
+        for (int i = 0; i < G; i++) {
+            float m2 = __shfl_xor_sync(0xffffffffu, m[i], off), l2 = __shfl_xor_sync(0xffffffffu, l[i], off);
+            float o2[8];
 #pragma unroll
-        for (int i = 0; i < 8; i++) o[i] = o[i] * w1 + o2[i] * w2;
-        m = M;
+            for (int j = 0; j < 8; j++) o2[j] = __shfl_xor_sync(0xffffffffu, o[i][j], off);
+            float M = m[i] > m2 ? m[i] : m2;
+            float w1 = l[i] > 0 ? expf(m[i] - M) : 0.f, w2 = l2 > 0 ? expf(m2 - M) : 0.f;
+            l[i] = l[i] * w1 + l2 * w2;
+#pragma unroll
+            for (int j = 0; j < 8; j++) o[i][j] = o[i][j] * w1 + o2[j] * w2;
+            m[i] = M;
+        }
     }
-    float *sm = evt_llm_smem; /* [warp][hd + 2] */
+    float *sm = evt_llm_smem; /* [warp][G][hd + 2] */
     if (lane < lpp) {
-        float *s = sm + warp * (hd + 2);
-        if (lane == 0) { s[0] = m; s[1] = l; }
 #pragma unroll
-        for (int i = 0; i < 8; i++) s[2 + part * 8 + i] = o[i];
+        for (int i = 0; i < G; i++) {
+            float *sw = sm + (warp * G + i) * (hd + 2);
+            if (lane == 0) { sw[0] = m[i]; sw[1] = l[i]; }
+#pragma unroll
+            for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
+        }
     }
     __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < nwarps; w++) {
-        float mw = sm[w * (hd + 2)], lw = sm[w * (hd + 2) + 1];
-        if (lw > 0 && mw > M) M = mw;
-    }
-    for (int64_t i = threadIdx.x; i < hd + 2; i += blockDim.x) {
+    for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) {
+        int64_t i = e / (hd + 2), c = e % (hd + 2);
+        float M = -INFINITY;
+        for (int w = 0; w < nwarps; w++) {
+            const float *sw = sm + (w * G + i) * (hd + 2);
+            if (sw[1] > 0 && sw[0] > M) M = sw[0];
+        }
         float acc = 0;
         for (int w = 0; w < nwarps; w++) {
-            const float *s = sm + w * (hd + 2);
-            if (!(s[1] > 0)) continue;
-            float f = expf(s[0] - M);
-            acc += (i == 1 ? s[1] : s[i]) * f;
+            const float *sw = sm + (w * G + i) * (hd + 2);
+            if (!(sw[1] > 0)) continue;
+            acc += sw[c] * expf(sw[0] - M);
         }
-        if (i == 0) dst[0] = M;
-        else dst[i] = acc;
+        dst[i * dstride + c] = c == 0 ? M : acc;
     }
+    __syncthreads(); /* the merge area is reused by the next call */
 }
 
 /* Generic path: positions in order, threads over head_dim. */
@@ -575,18 +691,29 @@ __device__ __forceinline__ void evt_llm_split_range(int64_t L, int64_t S, int64_
     *hi = *lo + chunk < L ? *lo + chunk : L;
 }
 
-/* Runs one split: the empty marker, the fast path or the generic one. */
-__device__ __forceinline__ void evt_llm_attend(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, bool aligned)
+/* Runs one split for G q heads (io.q + i * hd; results at dst + i * dstride):
+ * the empty marker, the grouped fast path, or per head the generic one. */
+__device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, int64_t lo, int64_t hi, float *dst,
+                                               int64_t dstride, bool aligned)
 {
     int64_t hd = io.hd, lpp = hd / 8;
     bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (blockDim.x & 31) == 0 &&
-                (int64_t)(blockDim.x >> 5) * (hd + 2) <= EVT_LLM_ATTN_QKV_OFF;
+                (G == 1 || G == 2 || G == 4) && (int64_t)(blockDim.x >> 5) * G * (hd + 2) <= EVT_LLM_ATTN_QKV_OFF;
     if (lo >= hi) {
-        for (int64_t i = threadIdx.x; i < hd + 2; i += blockDim.x) dst[i] = i == 0 ? -INFINITY : 0.f;
+        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x)
+            dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
         return;
     }
-    if (fast) evt_llm_attn_fast(io, lo, hi, dst);
-    else evt_llm_attn_slow(io, lo, hi, dst);
+    if (fast && G == 4) evt_llm_attn_fast<4>(io, lo, hi, dst, dstride);
+    else if (fast && G == 2) evt_llm_attn_fast<2>(io, lo, hi, dst, dstride);
+    else if (fast) evt_llm_attn_fast<1>(io, lo, hi, dst, dstride);
+    else
+        for (int64_t i = 0; i < G; i++) {
+            evt_llm_attn_io one = io;
+            one.q = io.q + i * hd;
+            evt_llm_attn_slow(one, lo, hi, dst + i * dstride);
+            __syncthreads();
+        }
 }
 
 __device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
@@ -606,31 +733,36 @@ __device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
     io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
     io.b = b; io.g = h / (nh / io.nkv); io.pnew = -1;
     bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
-    evt_llm_attend(io, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), aligned);
+    evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned);
 }
 
-/* q_rope + k_rope_append + attn_split (see llm.c). */
+/* q_rope + k_rope_append + attn_split for the G q heads of kv head g (see
+ * llm.c): their q and the new k, v in shared memory, then one grouped split. */
 __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
 {
     const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
     const int32_t *pos = (const int32_t *)a->t[3].ptr;
     evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
     float *part = (float *)a->t[7].ptr;
-    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
+    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
-    int64_t G = nh / nkv, g = h / G, p = pos[b], lo, hi;
+    int64_t G = nh / nkv, p = pos[b], lo, hi;
     evt_llm_split_range(p + 1, S, s, &lo, &hi);
-    float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
-    evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + hd, *sv = sk + hd;
+    float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
+    /* q heads, new k, new v: (G + 2) * hd bf16 above EVT_LLM_ATTN_QKV_OFF */
+    evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + G * hd, *sv = sk + hd;
+    bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF);
+    if (!room) { /* the builder refuses such shapes; never a silent result */
+        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
+        return;
+    }
     bool has_new = lo <= p && p < hi;
     if (lo < hi) {
-        evt_llm_norm_rope(qkv + b * N + h * hd, wq, hd, p, a->iarg[0], a->iarg[1],
-                          [&](int64_t i, float v) { sq[i] = __float2bfloat16_rn(v); });
-        if (has_new) {
-            evt_llm_norm_rope(qkv + b * N + (nh + g) * hd, wk, hd, p, a->iarg[0], a->iarg[1],
-                              [&](int64_t i, float v) { sk[i] = __float2bfloat16_rn(v); });
+        for (int64_t i = 0; i < G; i++)
+            evt_llm_qk_norm_rope(qkv + b * N + (g * G + i) * hd, wq, i == 0 && has_new ? qkv + b * N + (nh + g) * hd : NULL, wk,
+                                 hd, p, a->iarg[0], a->iarg[1], sq + i * hd, sk);
+        if (has_new)
             for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) sv[i] = qkv[b * N + (nh + nkv + g) * hd + i];
-        }
         __syncthreads();
     }
     evt_llm_attn_io io;
@@ -638,12 +770,11 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     io.bt = (const int32_t *)a->t[4].ptr;
     io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
     io.b = b; io.g = g; io.pnew = has_new ? p : -1;
-    if (has_new && h % G == 0) { /* one writer per kv head; no task of this launch reads position p from the cache */
+    if (has_new) { /* the group's task writes the new k, v; no task of this launch reads position p from the cache */
         int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g);
         for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
     }
-    /* sq, sk, sv fit: 3 * hd bf16 <= 6 KiB above the offset (hd <= 1024, checked by the builder) */
-    evt_llm_attend(io, lo, hi, dst, !(((uintptr_t)kc | (uintptr_t)vc) & 15));
+    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15));
 }
 
 __device__ __noinline__ void attn_merge_cuda(const evt_task_args *a)

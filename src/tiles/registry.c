@@ -63,7 +63,7 @@ static const evt_tile_decl builtins[] = {
     {"attn_split", "split s of decode attention for (b, h): max, sum, unnormalised output", 6,
      {IN("q", EVT_BF16, 3), IN("kc", EVT_BF16, 4), IN("vc", EVT_BF16, 4), IN("bt", EVT_I32, 2), IN("pos", EVT_I32, 1),
       OUT("part", EVT_F32, 4)}, evt_tile_attn_split, "tiles/llm.cuh", 128, 0, 0},
-    {"attn_rope_split", "q_rope + k_rope_append + attn_split of (b, h, s) in one task (the new k, v from qkv)", 10,
+    {"attn_rope_split", "q_rope + k_rope_append + attn_split of the q heads of kv head g, split s, for request b (b, g, s)", 10,
      {IN("qkv", EVT_BF16, 2), IN("wq", EVT_BF16, 1), IN("wk", EVT_BF16, 1), IN("pos", EVT_I32, 1), IN("bt", EVT_I32, 2),
       {"kc", EVT_PARAM_INOUT, EVT_BF16, 4}, {"vc", EVT_PARAM_INOUT, EVT_BF16, 4}, OUT("part", EVT_F32, 4), INT("eps_e12"),
       INT("theta")}, evt_tile_attn_rope_split, "tiles/llm.cuh", 256, 0, 0},
