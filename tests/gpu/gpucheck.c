@@ -143,8 +143,9 @@ static int cmd_check(int argc, char **argv)
         for (int s = 0; s < ns; s++)
             for (int k = 0; k < nseed; k++) {
                 evt_run_opts o = {0};
-                int k = evt_sched_parse(scheds[s]);
-                o.sched = k < 0 ? EVT_SCHED_STATIC : (evt_sched_kind)k;
+                int kind = evt_sched_parse(scheds[s]);
+                if (kind < 0) { fail(tag, "unknown schedule"); continue; }
+                o.sched = (evt_sched_kind)kind;
                 o.workers = atoi(workers[w]);
                 o.chaos = chaos ? chaos + (uint32_t)k : 0;
                 o.timeout_s = 10;
