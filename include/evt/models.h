@@ -40,7 +40,7 @@ typedef struct evt_qwen3_opts {
     int64_t max_batch;     /* bound of B (default 128) */
     int64_t max_ctx;       /* cache capacity per request, tokens (default 1024) */
     int64_t page_size;     /* tokens per KV page (default 16) */
-    int64_t attn_splits;   /* split-KV partitions per (request, kv head); 0 (default): max(4, target_tasks / (B * kv heads)) */
+    int64_t attn_splits;   /* split-KV partitions per (request, kv head); 0 (default): max(1, target_tasks / (B * kv heads)) */
     int64_t target_tasks;  /* linear calls have this many tiles (default 132: one per H100/H200 SM) */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */

@@ -129,15 +129,16 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     }
     int64_t MP = (op.max_ctx + op.page_size - 1) / op.page_size, G = nh / nkv;
     /* split-KV partitions: given, or adaptive in B: about target_tasks
-       attention tasks at small batches (32 tasks of 128 positions left most
-       workers idle at B = 1), at least 4 */
+       attention tasks (at B = 1, 4 splits were 32 tasks for 132 workers;
+       at B = 64, 1 split amortises a task's fixed cost - q/k RoPE, the
+       cross-warp merge - over the whole context) */
     char Sx[96];
     if (op.attn_splits > 0) snprintf(Sx, sizeof Sx, "%lld", (long long)op.attn_splits);
-    else snprintf(Sx, sizeof Sx, "max(4, %lld / (B * %lld))", (long long)op.target_tasks, (long long)(op.split_rope ? nh : nkv));
-    if (!op.split_rope && (G + 2) * hd > 4096) { /* attn_rope_split keeps a group's q heads, k and v in shared memory */
+    else snprintf(Sx, sizeof Sx, "max(1, %lld / (B * %lld))", (long long)op.target_tasks, (long long)(op.split_rope ? nh : nkv));
+    if (!op.split_rope && ((G + 2) * hd > 4096 || G > 8)) { /* attn_rope_split keeps a group's q heads, k and v in shared memory */
         evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0},
-                       "model %s: (heads per kv head + 2) x head_dim = %lld exceeds 4096 (use the split-rope form)", c->name,
-                       (long long)((G + 2) * hd));
+                       "model %s: %lld q heads per kv head of %lld: more than 8 heads or 4096 values per group "
+                       "(use the split-rope form)", c->name, (long long)G, (long long)hd);
         return NULL;
     }
     int64_t nqkv = (nh + 2 * nkv) * hd;

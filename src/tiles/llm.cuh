@@ -447,47 +447,48 @@ __device__ __forceinline__ void evt_llm_norm_rope(const evt_bf16 *in, const evt_
     }
 }
 
-/* q (and, when kin is not NULL, k) of one head: RMSNorm + RoPE as
- * evt_llm_norm_rope, both in one pass: one block reduction for the two sums
- * of squares (same per-value order, so the same results) and one double
- * sincos per rotation pair shared by q and k. Outputs bf16 (shared memory). */
-__device__ __forceinline__ void evt_llm_qk_norm_rope(const evt_bf16 *qin, const evt_bf16 *wq, const evt_bf16 *kin,
-                                                     const evt_bf16 *wk, int64_t hd, int64_t p, int64_t eps_e12,
-                                                     int64_t theta, evt_bf16 *qout, evt_bf16 *kout)
+/* The G consecutive q heads at qin (and, when kin is not NULL, k): RMSNorm +
+ * RoPE as evt_llm_norm_rope, all in one pass: one block reduction for every
+ * sum of squares (each in the same order as evt_llm_block_sum, so the same
+ * results) and one double sincos per rotation pair, shared by all heads.
+ * Outputs bf16 (shared memory), qout[v * hd + i]. Uses evt_llm_smem[0, 320 + hd).
+ * G <= 8. */
+__device__ __forceinline__ void evt_llm_group_norm_rope(const evt_bf16 *qin, int64_t G, const evt_bf16 *wq,
+                                                        const evt_bf16 *kin, const evt_bf16 *wk, int64_t hd, int64_t p,
+                                                        int64_t eps_e12, int64_t theta, evt_bf16 *qout, evt_bf16 *kout)
 {
-    float ssq = 0, ssk = 0;
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
-        float v = evt_llm_ld(qin, i);
-        ssq += v * v;
-        if (kin) { float u = evt_llm_ld(kin, i); ssk += u * u; }
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        ssq += __shfl_xor_sync(0xffffffffu, ssq, o);
-        ssk += __shfl_xor_sync(0xffffffffu, ssk, o);
-    }
+    int64_t V = G + (kin ? 1 : 0), half = hd / 2;
     int warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-    if ((threadIdx.x & 31) == 0) { evt_llm_smem[warp] = ssq; evt_llm_smem[32 + warp] = ssk; }
-    __syncthreads();
-    float tq = 0, tk = 0;
-    for (int w = 0; w < nw; w++) { tq += evt_llm_smem[w]; tk += evt_llm_smem[32 + w]; }
-    __syncthreads();
-    float eps = (float)eps_e12 * 1e-12f;
-    float sq = 1.0f / sqrtf(tq / (float)hd + eps), sk = 1.0f / sqrtf(tk / (float)hd + eps);
-    int64_t half = hd / 2;
+    float *sums = evt_llm_smem, *scale = evt_llm_smem + 9 * 32, *tab = evt_llm_smem + 320; /* [9][32], [9], cos | sin */
     for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
         double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;
         sincos((double)p * inv, &sn, &cs);
-        float c = (float)cs, sf = (float)sn;
-        float v0 = evt_llm_ld(qin, i) * sq * __bfloat162float(__ldg(wq + i));
-        float v1 = evt_llm_ld(qin, i + half) * sq * __bfloat162float(__ldg(wq + i + half));
-        qout[i] = __float2bfloat16_rn(v0 * c - v1 * sf);
-        qout[i + half] = __float2bfloat16_rn(v1 * c + v0 * sf);
-        if (kin) {
-            float u0 = evt_llm_ld(kin, i) * sk * __bfloat162float(__ldg(wk + i));
-            float u1 = evt_llm_ld(kin, i + half) * sk * __bfloat162float(__ldg(wk + i + half));
-            kout[i] = __float2bfloat16_rn(u0 * c - u1 * sf);
-            kout[i + half] = __float2bfloat16_rn(u1 * c + u0 * sf);
-        }
+        tab[i] = (float)cs;
+        tab[half + i] = (float)sn;
+    }
+    for (int64_t v = 0; v < V; v++) {
+        const evt_bf16 *in = v < G ? qin + v * hd : kin;
+        float ss = 0;
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) { float x = evt_llm_ld(in, i); ss += x * x; }
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if ((threadIdx.x & 31) == 0) sums[v * 32 + warp] = ss;
+    }
+    __syncthreads();
+    if (threadIdx.x < V) {
+        float t = 0;
+        for (int w = 0; w < nw; w++) t += sums[threadIdx.x * 32 + w];
+        scale[threadIdx.x] = 1.0f / sqrtf(t / (float)hd + (float)eps_e12 * 1e-12f);
+    }
+    __syncthreads();
+    for (int64_t e = threadIdx.x; e < V * half; e += blockDim.x) {
+        int64_t v = e / half, i = e % half;
+        const evt_bf16 *in = v < G ? qin + v * hd : kin, *w = v < G ? wq : wk;
+        evt_bf16 *out = v < G ? qout + v * hd : kout;
+        float sc = scale[v], c = tab[i], sf = tab[half + i];
+        float x0 = evt_llm_ld(in, i) * sc * __bfloat162float(__ldg(w + i));
+        float x1 = evt_llm_ld(in, i + half) * sc * __bfloat162float(__ldg(w + i + half));
+        out[i] = __float2bfloat16_rn(x0 * c - x1 * sf);
+        out[i + half] = __float2bfloat16_rn(x1 * c + x0 * sf);
     }
 }
 
@@ -751,16 +752,15 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
     /* q heads, new k, new v: (G + 2) * hd bf16 above EVT_LLM_ATTN_QKV_OFF */
     evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + G * hd, *sv = sk + hd;
-    bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF);
+    bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
     if (!room) { /* the builder refuses such shapes; never a silent result */
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
         return;
     }
     bool has_new = lo <= p && p < hi;
     if (lo < hi) {
-        for (int64_t i = 0; i < G; i++)
-            evt_llm_qk_norm_rope(qkv + b * N + (g * G + i) * hd, wq, i == 0 && has_new ? qkv + b * N + (nh + g) * hd : NULL, wk,
-                                 hd, p, a->iarg[0], a->iarg[1], sq + i * hd, sk);
+        evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, p,
+                                a->iarg[0], a->iarg[1], sq, sk);
         if (has_new)
             for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) sv[i] = qkv[b * N + (nh + nkv + g) * hd + i];
         __syncthreads();
