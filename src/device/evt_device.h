@@ -48,16 +48,31 @@ EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p)
  * a release fence is a release pattern (PTX memory model); later adds by other
  * workers continue its release sequence. */
 /* fence.acq_rel.gpu, not __threadfence (fence.sc.gpu): release and acquire
- * patterns need no sequential consistency */
+ * patterns need no sequential consistency (EVT_FENCE_SC: the ablation) */
+#ifdef EVT_FENCE_SC
+EVT_DEV void evt_notify_fence(void) { __threadfence(); }
+#else
 EVT_DEV void evt_notify_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device); }
+#endif
 EVT_DEV void evt_red_notify(int32_t *p, int32_t v)
 { asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
+#ifdef EVT_FENCE_SC
+EVT_DEV void evt_acquire_fence(void) { __threadfence(); }
+#else
 EVT_DEV void evt_acquire_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device); }
-/* Batched waits poll with relaxed loads (several in flight, and no L1
-   invalidation per poll); one acquire fence follows a task's last wait. */
+#endif
+#ifdef EVT_POLL_RELAXED
+/* ablation: relaxed polls and one acquire fence after a task's last wait:
+   slower (chain handoff 2.90 vs 2.55 us per edge, bench/RESULTS.md) */
 EVT_DEV int32_t evt_poll_load(int32_t *p) { return evt_load_relaxed(p); }
 EVT_DEV void evt_waits_acquire(void) { evt_acquire_fence(); }
+#else
+/* every poll is an acquire load (a batch's loads are still issued
+   together); no fence after the waits */
+EVT_DEV int32_t evt_poll_load(int32_t *p) { return evt_load_acquire(p); }
+EVT_DEV void evt_waits_acquire(void) { }
+#endif
 EVT_DEV void evt_fence(void) { __threadfence(); }
 EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
@@ -221,10 +236,9 @@ EVT_PROTO int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int
 /* ---- batched waits ---------------------------------------------------- */
 
 /* A task's waits, collected by the generated dispatch (leader only): the
- * counters of a batch are loaded together, so a task waiting on k elements
- * that are already complete pays about one memory round trip, not k. On the
- * GPU the polls are relaxed and evt_waits_acquire() (one acquire fence)
- * follows the last batch; on the CPU every poll is an acquire load. */
+ * element indices are computed first and the counters of a batch loaded
+ * together (acquire loads; EVT_POLL_RELAXED: relaxed loads and one acquire
+ * fence after the last batch, the slower ablation). */
 #define EVT_WAIT_BATCH 8
 typedef struct evt_waits {
     int64_t elem[EVT_WAIT_BATCH];
