@@ -44,6 +44,8 @@ typedef struct evt_qwen3_opts {
     int64_t target_tasks;  /* linear calls have this many tiles (default 132: one per H100/H200 SM) */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
+    int qkv_one_counter;   /* QKV as one counter (every attention task waits for the whole projection)
+                              instead of one per head */
     int split_rope;        /* ablation: q_rope and k_rope_append as their own calls before attn_split
                               (default: attn_rope_split does all three in one task) */
 } evt_qwen3_opts;

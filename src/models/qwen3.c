@@ -114,7 +114,7 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {128, 1024, 16, 0, 132, 1, 0, 0};
+    evt_qwen3_opts def = {128, 1024, 16, 0, 132, 1, 0, 0, 0};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
@@ -217,7 +217,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* event names carry the layer as a prefix (e12_QKV): no name is another's prefix-extension */
     for (int64_t l = 0; l <= L; l++) P("event e%lld_X[%s]\n", (long long)l, EV);
     for (int64_t l = 0; l < L; l++) {
-        P("event e%lld_H[%s]\nevent e%lld_QKV[%lld]\n", (long long)l, EV, (long long)l, (long long)(nh + 2 * nkv));
+        P("event e%lld_H[%s]\nevent e%lld_QKV[%lld]\n", (long long)l, EV, (long long)l, (long long)(op.qkv_one_counter ? 1 : nh + 2 * nkv));
         if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
         P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_H2[%s]\nevent e%lld_A[1]\n", (long long)l,
           (long long)nh, (long long)l, (long long)l, EV, (long long)l, EV, (long long)l);
@@ -229,26 +229,38 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         long long i = (long long)l;
         P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n",
           i, i, i, i, eps, i, RW, i, RW);
+        /* QKV waits: the heads a task reads, or (qkv_one_counter) the whole projection */
+        char qn[200], wq_h[64], wk_g[64], wv_g[64], wq_grp[160];
+        if (op.qkv_one_counter) {
+            snprintf(qn, sizeof qn, "notify e%lld_QKV[0]", i);
+            snprintf(wq_h, sizeof wq_h, "wait e%lld_QKV[0]", i);
+            snprintf(wk_g, sizeof wk_g, "wait e%lld_QKV[0]", i);
+            wv_g[0] = 0;
+            snprintf(wq_grp, sizeof wq_grp, "wait e%lld_QKV[0]", i);
+        } else {
+            snprintf(qn, sizeof qn, "notify e%lld_QKV[min(nb * %lld / %lld / %lld + f, ((nb + 1) * %lld / %lld - 1) / %lld)] for f in [%lld]",
+                     i, (long long)nqkv, (long long)T_qkv, (long long)hd, (long long)nqkv, (long long)T_qkv, (long long)hd, (long long)F);
+            snprintf(wq_h, sizeof wq_h, "wait e%lld_QKV[h]", i);
+            snprintf(wk_g, sizeof wk_g, "wait e%lld_QKV[%lld + g]", i, (long long)nh);
+            snprintf(wv_g, sizeof wv_g, "\n    wait e%lld_QKV[%lld + g]", i, (long long)(nh + nkv));
+            snprintf(wq_grp, sizeof wq_grp, "wait e%lld_QKV[g * %lld + f] for f in [%lld]\n    %s", i, (long long)G, (long long)G, wk_g);
+        }
         P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_H%s\n    notify e%lld_QKV[min(nb * %lld / %lld / %lld + f, ((nb + 1) * %lld / %lld - 1) / %lld)] for f in [%lld]\n}\n",
-          i, i, i, i, (long long)T_qkv, (long long)T_qkv, i, AW, i, (long long)nqkv, (long long)T_qkv, (long long)hd, (long long)nqkv,
-          (long long)T_qkv, (long long)hd, (long long)F);
+          "    wait e%lld_H%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, (long long)T_qkv, i, AW, qn);
         if (op.split_rope) {
             P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
-              "    wait e%lld_QKV[h]\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, i, i);
+              "    %s\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, wq_h, i);
             P("call l%lld_kr = k_rope_append(l%lld_qkv, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, %lld, %lld, %lld) over (b, g) in [B, %lld] {\n"
-              "    wait e%lld_QKV[%lld + g]\n    wait e%lld_QKV[%lld + g]\n    notify e%lld_KV[b, g]\n}\n",
-              i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, i, (long long)nh, i, (long long)(nh + nkv), i);
+              "    %s%s\n    notify e%lld_KV[b, g]\n}\n",
+              i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, wk_g, wv_g, i);
             P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %s] policy dynamic {\n"
               "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h]\n}\n",
               i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, %lld, %lld)"
               " over (b, g, s) in [B, %lld, %s] policy dynamic {\n"
-              "    wait e%lld_QKV[g * %lld + f] for f in [%lld]\n    wait e%lld_QKV[%lld + g]\n    wait e%lld_QKV[%lld + g]\n"
-              "    notify e%lld_P[b, g * %lld + f] for f in [%lld]\n}\n",
-              i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, i, (long long)G, (long long)G, i, (long long)nh, i,
-              (long long)(nh + nkv), i, (long long)G, (long long)G);
+              "    %s%s\n    notify e%lld_P[b, g * %lld + f] for f in [%lld]\n}\n",
+              i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, (long long)G, (long long)G);
         }
         P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait e%lld_P[b, h]\n    notify e%lld_AT[0]\n}\n",
           i, i, i, (long long)nh, i, i);
