@@ -45,18 +45,26 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
     /* No barrier between tasks: a dispatch's leader writes the broadcast
        fields only after the previous task's last barrier, which every thread
        passed after reading them. An aborted launch skips its remaining tasks
-       at their first wait check. */
-    int hybrid = C->mode == EVT_MODE_HYBRID;
+       at their first wait check. (Hybrid static workers: evt_run_static_hybrid.) */
     int64_t k0 = EVT_RO(C->q_off[W->id]), k1 = EVT_RO(C->q_off[W->id + 1]);
     for (int64_t k = k0; k < k1; k++) {
         uint32_t e = EVT_RO(C->q[k]);
         evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
-        if (hybrid) { /* completions may credit dynamic consumers */
-            EVT_SYNC();
-            evt_fan_out(C, W);
-        }
     }
-    if (hybrid && EVT_LEADER) { /* this queue's entries count toward termination */
+}
+
+/* Hybrid mode, static workers: the same queue walk; completions may credit
+ * dynamic consumers, and the queue's entries count toward termination. */
+EVT_NOINLINE void evt_run_static_hybrid(const evt_ctx *C, evt_worker *W)
+{
+    int64_t k0 = EVT_RO(C->q_off[W->id]), k1 = EVT_RO(C->q_off[W->id + 1]);
+    for (int64_t k = k0; k < k1; k++) {
+        uint32_t e = EVT_RO(C->q[k]);
+        evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
+        EVT_SYNC();
+        evt_fan_out(C, W);
+    }
+    if (EVT_LEADER) {
         W->completed += (int32_t)(k1 - k0);
         evt_flush_completions(C, W);
     }
@@ -125,7 +133,8 @@ EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
             evt_flush_completions(C, W);
         }
     }
-    if (C->mode == EVT_MODE_STATIC || (C->mode == EVT_MODE_HYBRID && worker_id < C->nstatic)) evt_run_static(C, W);
+    if (C->mode == EVT_MODE_STATIC) evt_run_static(C, W);
+    else if (C->mode == EVT_MODE_HYBRID && worker_id < C->nstatic) evt_run_static_hybrid(C, W);
     else evt_run_dynamic(C, W);
 
     /* The last worker out checks the counters and re-arms the state. */

@@ -336,8 +336,12 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         }
         evt_pr(o, "    }\n");
     }
+    int nnotify = 0;
+    for (int k = 0; k < c->nedges; k++) nnotify += c->edges[k].kind == EVT_NOTIFY;
     evt_pr(o, "    if (EVT_LEADER && C->mode != EVT_MODE_KBK) {\n        evt_chaos(C, W); /* chaos: delay before notifies */\n");
-    evt_pr(o, "        evt_notify_fence(); /* one release for all of this task's notifies */\n");
+    /* a device-scope fence costs ~1.8 us on an H200 (bench/RESULTS.md): only
+       a task that publishes something pays it */
+    if (nnotify) evt_pr(o, "        evt_notify_fence(); /* one release for all of this task's notifies */\n");
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_NOTIFY) continue;
