@@ -172,6 +172,80 @@ static void attention(void **state)
     }
 }
 
+/* attn_rope_split over (b, g, s) == q_rope + k_rope_append + attn_split over
+ * (b, h, s), bitwise (partials and the appended cache), for 1, 2 and 4 q
+ * heads per kv head and split counts from 1 to more splits than positions */
+static void fused_attention(void **state)
+{
+    (void)state;
+    enum { HD = 8, PS = 4, MP = 4, NKV = 2 };
+    static const int groups[] = {1, 2, 4}, splits[] = {1, 3, 7, 20};
+    for (int gi = 0; gi < 3; gi++)
+        for (int si = 0; si < 4; si++) {
+            int G = groups[gi], S = splits[si], NH = G * NKV, N = (NH + 2 * NKV) * HD;
+            static uint16_t qkv[(8 + 4) * HD], wq[HD], wk[HD], q[8 * HD];
+            static uint16_t kc[2][MP * PS * NKV * HD], vc[2][MP * PS * NKV * HD];
+            static float part[2][8 * 20 * (HD + 2)];
+            int32_t bt[MP] = {2, 0, 3, 1}, pos[1] = {10};
+            for (int i = 0; i < N; i++) qkv[i] = bf(frand());
+            for (int i = 0; i < HD; i++) { wq[i] = bf(1 + frand() / 4); wk[i] = bf(1 + frand() / 4); }
+            for (int i = 0; i < MP * PS * NKV * HD; i++) { kc[0][i] = kc[1][i] = bf(frand()); vc[0][i] = vc[1][i] = bf(frand()); }
+            memset(part, 0xff, sizeof part);
+            /* separate calls */
+            evt_task_args r = {0};
+            r.ncoord = 2;
+            r.t[0] = ref(qkv, 2, 1, N, 1, 1);
+            r.t[1] = ref(wq, 1, HD, 1, 1, 1);
+            r.t[2] = ref(pos, 1, 1, 1, 1, 1);
+            r.t[3] = ref(q, 3, 1, NH, HD, 1);
+            r.iarg[0] = 1000000;
+            r.iarg[1] = 1000000;
+            for (int h = 0; h < NH; h++) { r.coord[1] = h; evt_tile_q_rope(&r); }
+            evt_task_args k = {0};
+            k.ncoord = 2;
+            k.t[0] = ref(qkv, 2, 1, N, 1, 1);
+            k.t[1] = ref(wk, 1, HD, 1, 1, 1);
+            k.t[2] = ref(pos, 1, 1, 1, 1, 1);
+            k.t[3] = ref(bt, 2, 1, MP, 1, 1);
+            k.t[4] = ref(kc[0], 4, MP, PS, NKV, HD);
+            k.t[5] = ref(vc[0], 4, MP, PS, NKV, HD);
+            k.iarg[0] = NH;
+            k.iarg[1] = 1000000;
+            k.iarg[2] = 1000000;
+            for (int g = 0; g < NKV; g++) { k.coord[1] = g; evt_tile_k_rope_append(&k); }
+            evt_task_args a = {0};
+            a.ncoord = 3;
+            a.t[0] = ref(q, 3, 1, NH, HD, 1);
+            a.t[1] = ref(kc[0], 4, MP, PS, NKV, HD);
+            a.t[2] = ref(vc[0], 4, MP, PS, NKV, HD);
+            a.t[3] = ref(bt, 2, 1, MP, 1, 1);
+            a.t[4] = ref(pos, 1, 1, 1, 1, 1);
+            a.t[5] = ref(part[0], 4, 1, NH, S, HD + 2);
+            for (int h = 0; h < NH; h++)
+                for (int sp = 0; sp < S; sp++) { a.coord[1] = h; a.coord[2] = sp; evt_tile_attn_split(&a); }
+            /* fused, one task per (kv head, split) */
+            evt_task_args f = {0};
+            f.ncoord = 3;
+            f.t[0] = ref(qkv, 2, 1, N, 1, 1);
+            f.t[1] = ref(wq, 1, HD, 1, 1, 1);
+            f.t[2] = ref(wk, 1, HD, 1, 1, 1);
+            f.t[3] = ref(pos, 1, 1, 1, 1, 1);
+            f.t[4] = ref(bt, 2, 1, MP, 1, 1);
+            f.t[5] = ref(kc[1], 4, MP, PS, NKV, HD);
+            f.t[6] = ref(vc[1], 4, MP, PS, NKV, HD);
+            f.t[7] = ref(part[1], 4, 1, NH, S, HD + 2);
+            f.iarg[0] = 1000000;
+            f.iarg[1] = 1000000;
+            for (int g = 0; g < NKV; g++)
+                for (int sp = 0; sp < S; sp++) { f.coord[1] = g; f.coord[2] = sp; evt_tile_attn_rope_split(&f); }
+            size_t np = (size_t)NH * S * (HD + 2);
+            if (memcmp(part[0], part[1], np * sizeof(float)))
+                fail_msg("G=%d S=%d: fused attention partials differ from the separate calls'", G, S);
+            if (memcmp(kc[0], kc[1], sizeof kc[0]) || memcmp(vc[0], vc[1], sizeof vc[0]))
+                fail_msg("G=%d S=%d: fused cache append differs", G, S);
+        }
+}
+
 static void argmax_ties(void **state)
 {
     (void)state;
@@ -298,6 +372,7 @@ static void tiny_decode(void **state)
         o.build.row_events = k == 2;
         o.build.qkv_one_counter = k == 3;
         o.build.split_rope = k == 4;
+        o.build.target_tasks = k == 0 ? 5 : k == 5 ? 7 : 0; /* ragged QKV tiles that straddle heads */
         evt_decode_result r;
         evt_diag d;
         evt_diag_init(&d, "decode");
@@ -385,6 +460,7 @@ int main(void)
         cmocka_unit_test(linear_and_mlp),
         cmocka_unit_test(norm_and_rope),
         cmocka_unit_test(attention),
+        cmocka_unit_test(fused_attention),
         cmocka_unit_test(argmax_ties),
         cmocka_unit_test(config_and_program),
         cmocka_unit_test(tiny_decode),
