@@ -13,11 +13,14 @@
  *       32-wide k step (no shared-memory staging, no ldmatrix). Weights go
  *       through the read-only path (program inputs); x and r through plain
  *       coherent loads (written earlier in the same launch). A scalar path
- *       handles K % 32 != 0 or misaligned rows.
+ *       handles K % 32 != 0 or misaligned rows. Tile nb of T holds rows
+ *       [nb*N/T, (nb+1)*N/T) (ragged: one tile per SM balances any N).
  *   *_prefetch_cuda: called by the worker's leader alone before its waits:
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
  *       bytes of) the task's weight rows, one contiguous range of W.
- *   rmsnorm / q_rope / k_rope_append: block reductions; RoPE angles in double
+ *   rmsnorm: each thread's 16-byte chunks of x and w loaded at once, x kept
+ *       in registers between the two passes (scalar path for odd shapes).
+ *   q_rope / k_rope_append: block reductions; RoPE angles in double
  *       exactly as the C reference.
  *   attn_split: lanes split head_dim in 8-element (16-byte) chunks, a warp
  *       covers 32 / (hd / 8) x EVT_LLM_ATTN_U positions per step (all their
