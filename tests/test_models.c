@@ -329,6 +329,7 @@ static void config_and_program(void **state)
     o.split_rope = 1;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "call l1_qr = q_rope("));
+    assert_non_null(strstr(text, "    wait e1_Q[b, h]\n    wait e1_KV[b, h / 2]\n"));
     free(text);
     o.split_rope = 0;
     o.qkv_one_counter = 1;
@@ -336,11 +337,6 @@ static void config_and_program(void **state)
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));
     assert_non_null(strstr(text, "    wait e1_H[0]\n    notify e1_QKV[0]\n}"));
     assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * 2 + f] for f in [2]\n}"));
-    free(text);
-    o.qkv_one_counter = 0;
-    o.split_rope = 1;
-    text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "    wait e1_Q[b, h]\n    wait e1_KV[b, h / 2]\n"));
     free(text);
     evt_diag_free(&d);
 }

@@ -3,8 +3,9 @@
  * target, one block per worker, thread 0 is the leader).
  *
  *   notify(E, x):  block barrier; leader: device-scope release add of 1.
- *   wait(E, x):    leader: acquire-spin until counter == target, bounded
- *                  backoff, watchdog; then block barrier.
+ *   wait(E, x):    leader: the task's waits in batches (evt_waits): loads
+ *                  together, then acquire-spin on the incomplete ones,
+ *                  bounded backoff, watchdog; then block barrier.
  *   push / pop:    bounded MPMC ring with per-slot sequence numbers.
  *
  * Counters count up from 0 to their target (see evt_ctx.h); the kernel zeroes
@@ -43,25 +44,21 @@ EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return evt_aref32(*p).compare_exchange_strong(expect, desired, cuda::memory_order_acq_rel); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p).fetch_add(v, cuda::memory_order_relaxed); }
 /* Notifies: the leader issues ONE release fence per task (evt_notify_fence)
- * and then relaxed adds, instead of a release (a fence) per element: a task
- * of a linear layer notifies one element per batch row. A relaxed add after
- * a release fence is a release pattern (PTX memory model); later adds by other
- * workers continue its release sequence. */
-/* fence.acq_rel.gpu, not __threadfence (fence.sc.gpu): release and acquire
- * patterns need no sequential consistency (EVT_FENCE_SC: the ablation) */
+ * and then relaxed adds, instead of a release (a fence) per element. A
+ * relaxed add after a release fence is a release pattern (PTX memory model);
+ * later adds by other workers continue its release sequence. Fences are
+ * fence.acq_rel.gpu, not __threadfence (fence.sc.gpu): release and acquire
+ * patterns need no sequential consistency (EVT_FENCE_SC: the ablation). */
 #ifdef EVT_FENCE_SC
 EVT_DEV void evt_notify_fence(void) { __threadfence(); }
+EVT_DEV void evt_acquire_fence(void) { __threadfence(); }
 #else
 EVT_DEV void evt_notify_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device); }
+EVT_DEV void evt_acquire_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device); }
 #endif
 EVT_DEV void evt_red_notify(int32_t *p, int32_t v)
 { asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
-#ifdef EVT_FENCE_SC
-EVT_DEV void evt_acquire_fence(void) { __threadfence(); }
-#else
-EVT_DEV void evt_acquire_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device); }
-#endif
 #ifdef EVT_POLL_RELAXED
 /* ablation: relaxed polls and one acquire fence after a task's last wait:
    slower (chain handoff 2.90 vs 2.55 us per edge, bench/RESULTS.md) */
@@ -208,31 +205,6 @@ EVT_DEV void evt_chaos(const evt_ctx *C, evt_worker *W)
     if (r % 3 == 0) evt_pause(r % (C->chaos_max_ns + 1));
 }
 
-/* Leader only. Spins until E's element `elem` (linear, absolute counter index)
- * reaches its target. Returns 0, or 1 if the launch was aborted. */
-EVT_PROTO int evt_wait(const evt_ctx *C, evt_worker *W, int call, int event, int64_t elem)
-{
-    if (C->mode == EVT_MODE_KBK) return 0; /* the kernel boundary ordered it */
-    int32_t *cnt = &C->counters[elem];
-    int32_t target = C->target[elem];
-    int32_t v = evt_load_acquire(cnt);
-    if (v >= target) return 0; /* > only with a wrong count: reported at the end */
-    uint64_t start = evt_now_ns();
-    uint32_t backoff = 32;
-    for (uint32_t spin = 0;; spin++) {
-        v = evt_load_acquire(cnt);
-        if (v >= target) return 0;
-        if (evt_aborted(C)) return 1;
-        if (spin < 64) continue; /* hot polls first: most handoffs are short */
-        evt_pause(backoff);
-        if (backoff < 256) backoff *= 2; /* GPU: a 1024 ns cap added ~0.4 us per handoff */
-        if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
-            evt_raise(C, EVT_KERR_WAIT_TIMEOUT, W->id, call, event, W->task, elem, v, target);
-            return 1;
-        }
-    }
-}
-
 /* ---- batched waits ---------------------------------------------------- */
 
 /* A task's waits, collected by the generated dispatch (leader only): the
@@ -246,7 +218,9 @@ typedef struct evt_waits {
     int32_t n;
 } evt_waits;
 
-/* Spins on one element until it reaches target (watchdog, abort). */
+/* Spins on one element (linear, absolute counter index) until it reaches
+ * target; returns 1 if the launch was aborted or the watchdog fired. A value
+ * above target only comes from a wrong count: reported at the end. */
 EVT_PROTO int evt_wait_spin(const evt_ctx *C, evt_worker *W, int call, int event, int64_t elem, int32_t target)
 {
     int32_t *cnt = &C->counters[elem];
@@ -256,9 +230,9 @@ EVT_PROTO int evt_wait_spin(const evt_ctx *C, evt_worker *W, int call, int event
         int32_t v = evt_poll_load(cnt);
         if (v >= target) return 0;
         if (evt_aborted(C)) return 1;
-        if (spin < 64) continue;
+        if (spin < 64) continue; /* hot polls first: most handoffs are short */
         evt_pause(backoff);
-        if (backoff < 256) backoff *= 2;
+        if (backoff < 256) backoff *= 2; /* GPU: a 1024 ns cap added ~0.4 us per handoff */
         if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
             evt_raise(C, EVT_KERR_WAIT_TIMEOUT, W->id, call, event, W->task, elem, v, target);
             return 1;
@@ -267,7 +241,8 @@ EVT_PROTO int evt_wait_spin(const evt_ctx *C, evt_worker *W, int call, int event
 }
 
 /* Waits for every element of the batch (all loads issued first), then
- * empties it. Returns 1 if the launch was aborted. */
+ * empties it; the task's reads after it are ordered after the producers'
+ * writes. Returns 1 if the launch was aborted. */
 EVT_PROTO int evt_wait_flush(const evt_ctx *C, evt_worker *W, int call, evt_waits *ws)
 {
     int n = ws->n;
@@ -282,6 +257,7 @@ EVT_PROTO int evt_wait_flush(const evt_ctx *C, evt_worker *W, int call, evt_wait
         if (i < n) v[i] = evt_poll_load(&C->counters[ws->elem[i]]);
     for (int i = 0; i < n; i++)
         if (v[i] < target[i] && evt_wait_spin(C, W, call, ws->event[i], ws->elem[i], target[i])) return 1;
+    evt_waits_acquire();
     return 0;
 }
 

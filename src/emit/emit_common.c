@@ -225,13 +225,13 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
     evt_pr(o, "        A->ntensors = %d; A->nints = %d;\n", nt, ni);
 }
 
-/* Waits for the batched waits so far, then the acquire that orders the
- * task's reads after them. */
+/* Waits for the batched waits so far (evt_wait_flush orders the task's
+ * reads after them). */
 static void flush_waits(evt_printer *o, const evt_call *c, ids *t)
 {
     evt_pr(o, "      if (evt_wait_flush(C, W, ");
     id(o, t, ID_CALL, c->id);
-    evt_pr(o, ", &ws)) { W->skip = 1; goto waits_done; }\n      if (C->mode != EVT_MODE_KBK) evt_waits_acquire();\n");
+    evt_pr(o, ", &ws)) { W->skip = 1; goto waits_done; }\n");
 }
 
 /* The body of call c's function, with ids as slots of t (see ids). */
@@ -273,12 +273,12 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         }
         evt_pr(o, "        }\n");
     }
-    /* plain waits go through a batch (evt_waits: their counters are loaded
-       together); one acquire fence after the last */
-    int nplain = 0;
-    for (int k = 0; k < c->nedges; k++) nplain += c->edges[k].kind == EVT_WAIT && !c->edges[k].trigger;
-    if (nplain) evt_pr(o, "      evt_waits ws;\n      ws.n = 0;\n");
-    int batched = 0; /* plain waits added so far */
+    /* waits go through a batch (evt_waits: their counters are loaded
+       together) */
+    int nwaits = 0;
+    for (int k = 0; k < c->nedges; k++) nwaits += c->edges[k].kind == EVT_WAIT;
+    if (nwaits) evt_pr(o, "      evt_waits ws;\n      ws.n = 0;\n");
+    int batched = 0; /* waits added since the last flush */
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_WAIT) continue;
@@ -296,9 +296,10 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
             id(o, t, ID_TENSOR, e->trigger->id);
             evt_pr(o, "], C->ev_dim[ev * 4], v[0]);\n");
             evt_pr(o, "        if (x < 0) { W->skip = 2; goto waits_done; } /* no such task for this data */\n");
-            evt_pr(o, "        if (evt_wait(C, W, ");
+            evt_pr(o, "        if (evt_wait_add(C, W, ");
             id(o, t, ID_CALL, c->id);
-            evt_pr(o, ", (int)ev, C->ev_base[ev] + x)) { W->skip = 1; goto waits_done; } }\n");
+            evt_pr(o, ", &ws, (int)ev, EVT_RO(C->ev_base[ev]) + x)) { W->skip = 1; goto waits_done; } }\n");
+            batched = 1;
             continue;
         }
         evt_pr(o, "      { /* wait */\n");

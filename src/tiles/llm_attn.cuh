@@ -1,0 +1,289 @@
+/* llm_attn.cuh — decode attention tiles over a paged KV cache (CUDA; the C
+ * versions are in llm.c): attn_split (one q head), attn_rope_split (the q
+ * heads of one kv head, with their q/k RMSNorm + RoPE and the cache append
+ * inside) and attn_merge. Included by llm.cuh, whose helpers (loads, block
+ * reductions, evt_llm_group_norm_rope, the shared scratch) it uses; see the
+ * header of llm.cuh for the method. */
+#ifndef EVT_TILE_LLM_ATTN_CUH
+#define EVT_TILE_LLM_ATTN_CUH
+
+/* -------------------------------------------------------- attention ---- */
+/* One (b, h, split): q, the cache of kv head g, and the new position pnew
+ * (-1: none) whose k and v come from knew / vnew instead of the cache. */
+struct evt_llm_attn_io {
+    const evt_bf16 *q, *kc, *vc, *knew, *vnew;
+    const int32_t *bt;
+    int64_t MP, PS, nkv, hd, b, g, pnew;
+};
+
+/* q heads / k / v of the fused tile in shared memory, above the fast path's
+   per-warp merge area ([nwarps][G][hd + 2] floats) */
+#define EVT_LLM_ATTN_QKV_OFF 6144
+
+__device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t MP, int64_t PS, int64_t nkv, int64_t hd,
+                                                     int64_t b, int64_t t, int64_t g)
+{
+    return (((int64_t)bt[b * MP + t / PS] * PS + t % PS) * nkv + g) * hd;
+}
+
+#ifndef EVT_LLM_ATTN_U
+#define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step (loads in flight) */
+#endif
+/* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256.
+ * G q heads (io.q + i * hd, i < G) share the kv head: each cache position is
+ * loaded once and scored against all of them (grouped-query attention).
+ * Head i's result goes to dst + i * dstride. */
+template <int G>
+__device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride)
+{
+    int64_t hd = io.hd;
+    int lpp = (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
+    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    int sub = lane / lpp, part = lane % lpp;
+    float scale = 1.0f / sqrtf((float)hd);
+    float qf[G][8], m[G], l[G], o[G][8];
+#pragma unroll
+    for (int i = 0; i < G; i++) {
+        uint4 qv = *(const uint4 *)(io.q + i * hd + part * 8); /* plain load: global (after the waits) or shared */
+        qf[i][0] = evt_llm_lo(qv.x); qf[i][1] = evt_llm_hi(qv.x); qf[i][2] = evt_llm_lo(qv.y); qf[i][3] = evt_llm_hi(qv.y);
+        qf[i][4] = evt_llm_lo(qv.z); qf[i][5] = evt_llm_hi(qv.z); qf[i][6] = evt_llm_lo(qv.w); qf[i][7] = evt_llm_hi(qv.w);
+        m[i] = -INFINITY;
+        l[i] = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) o[i][j] = 0;
+    }
+    /* EVT_LLM_ATTN_U positions per lane group per step, all their K and V
+       (and page-table) loads issued before any is used: a step used to be
+       one load round trip per position (latency-bound, ~9 us per task) */
+    constexpr int U = EVT_LLM_ATTN_U;
+    int64_t step = (int64_t)nwarps * ppw * U;
+    for (int64_t t0 = lo + (int64_t)warp * ppw * U; t0 < hi; t0 += step) {
+        uint4 kv[U], vv[U];
+        bool ok[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int64_t t = t0 + u * ppw + sub;
+            ok[u] = t < hi;
+            kv[u] = make_uint4(0, 0, 0, 0);
+            vv[u] = kv[u];
+            if (ok[u]) {
+                if (t == io.pnew) {
+                    kv[u] = *(const uint4 *)(io.knew + part * 8);
+                    vv[u] = *(const uint4 *)(io.vnew + part * 8);
+                } else {
+                    int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, io.nkv, hd, io.b, t, io.g) + part * 8;
+                    kv[u] = evt_llm_ldx(io.kc + off);
+                    vv[u] = evt_llm_ldx(io.vc + off);
+                }
+            }
+        }
+        float d[G][U];
+#pragma unroll
+        for (int i = 0; i < G; i++)
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                d[i][u] = qf[i][0] * evt_llm_lo(kv[u].x) + qf[i][1] * evt_llm_hi(kv[u].x) + qf[i][2] * evt_llm_lo(kv[u].y) +
+                          qf[i][3] * evt_llm_hi(kv[u].y) + qf[i][4] * evt_llm_lo(kv[u].z) + qf[i][5] * evt_llm_hi(kv[u].z) +
+                          qf[i][6] * evt_llm_lo(kv[u].w) + qf[i][7] * evt_llm_hi(kv[u].w);
+        for (int o2 = lpp / 2; o2 > 0; o2 >>= 1)
+#pragma unroll
+            for (int i = 0; i < G; i++)
+#pragma unroll
+                for (int u = 0; u < U; u++) d[i][u] += __shfl_xor_sync(0xffffffffu, d[i][u], o2);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (!ok[u]) continue;
+            float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
+                           evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
+#pragma unroll
+            for (int i = 0; i < G; i++) {
+                float sc = d[i][u] * scale;
+                float mn = sc > m[i] ? sc : m[i];
+                float corr = expf(m[i] - mn), p = expf(sc - mn);
+                l[i] = l[i] * corr + p;
+#pragma unroll
+                for (int j = 0; j < 8; j++) o[i][j] = o[i][j] * corr + p * vf[j];
+                m[i] = mn;
+            }
+        }
+    }
+    /* merge the position groups of the warp */
+    for (int off = lpp; off < 32; off <<= 1) {
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            float m2 = __shfl_xor_sync(0xffffffffu, m[i], off), l2 = __shfl_xor_sync(0xffffffffu, l[i], off);
+            float o2[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) o2[j] = __shfl_xor_sync(0xffffffffu, o[i][j], off);
+            float M = m[i] > m2 ? m[i] : m2;
+            float w1 = l[i] > 0 ? expf(m[i] - M) : 0.f, w2 = l2 > 0 ? expf(m2 - M) : 0.f;
+            l[i] = l[i] * w1 + l2 * w2;
+#pragma unroll
+            for (int j = 0; j < 8; j++) o[i][j] = o[i][j] * w1 + o2[j] * w2;
+            m[i] = M;
+        }
+    }
+    float *sm = evt_llm_smem; /* [warp][G][hd + 2] */
+    if (lane < lpp) {
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            float *sw = sm + (warp * G + i) * (hd + 2);
+            if (lane == 0) { sw[0] = m[i]; sw[1] = l[i]; }
+#pragma unroll
+            for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
+        }
+    }
+    __syncthreads();
+    for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) {
+        int64_t i = e / (hd + 2), c = e % (hd + 2);
+        float M = -INFINITY;
+        for (int w = 0; w < nwarps; w++) {
+            const float *sw = sm + (w * G + i) * (hd + 2);
+            if (sw[1] > 0 && sw[0] > M) M = sw[0];
+        }
+        float acc = 0;
+        for (int w = 0; w < nwarps; w++) {
+            const float *sw = sm + (w * G + i) * (hd + 2);
+            if (!(sw[1] > 0)) continue;
+            acc += sw[c] * expf(sw[0] - M);
+        }
+        dst[i * dstride + c] = c == 0 ? M : acc;
+    }
+    __syncthreads(); /* the merge area is reused by the next call */
+}
+
+/* Generic path: positions in order, threads over head_dim. */
+__device__ __forceinline__ void evt_llm_attn_slow(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst)
+{
+    int64_t hd = io.hd;
+    float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, l = 0;
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = 0;
+    for (int64_t t = lo; t < hi; t++) {
+        bool nw = t == io.pnew;
+        const evt_bf16 *kp = nw ? io.knew : io.kc + evt_llm_cache_off(io.bt, io.MP, io.PS, io.nkv, hd, io.b, t, io.g);
+        const evt_bf16 *vp = nw ? io.vnew : io.vc + (kp - io.kc);
+        float d = 0;
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) d += __bfloat162float(io.q[i]) * __bfloat162float(kp[i]);
+        d = evt_llm_block_sum(d);
+        float sc = d * scale, mn = sc > m ? sc : m, corr = expf(m - mn), p = expf(sc - mn);
+        l = l * corr + p;
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = dst[2 + i] * corr + p * __bfloat162float(vp[i]);
+        m = mn;
+    }
+    if (threadIdx.x == 0) { dst[0] = m; dst[1] = l; }
+}
+
+__device__ __forceinline__ void evt_llm_split_range(int64_t L, int64_t S, int64_t s, int64_t *lo, int64_t *hi)
+{
+    int64_t chunk = (L + S - 1) / S;
+    *lo = s * chunk;
+    *hi = *lo + chunk < L ? *lo + chunk : L;
+}
+
+/* Runs one split for G q heads (io.q + i * hd; results at dst + i * dstride):
+ * the empty marker, the grouped fast path, or per head the generic one. */
+__device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, int64_t lo, int64_t hi, float *dst,
+                                               int64_t dstride, bool aligned)
+{
+    int64_t hd = io.hd, lpp = hd / 8;
+    bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (blockDim.x & 31) == 0 &&
+                (G == 1 || G == 2 || G == 4) && (int64_t)(blockDim.x >> 5) * G * (hd + 2) <= EVT_LLM_ATTN_QKV_OFF;
+    if (lo >= hi) {
+        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x)
+            dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
+        return;
+    }
+    if (fast && G == 4) evt_llm_attn_fast<4>(io, lo, hi, dst, dstride);
+    else if (fast && G == 2) evt_llm_attn_fast<2>(io, lo, hi, dst, dstride);
+    else if (fast) evt_llm_attn_fast<1>(io, lo, hi, dst, dstride);
+    else
+        for (int64_t i = 0; i < G; i++) {
+            evt_llm_attn_io one = io;
+            one.q = io.q + i * hd;
+            evt_llm_attn_slow(one, lo, hi, dst + i * dstride);
+            __syncthreads();
+        }
+}
+
+__device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *q = (const evt_bf16 *)a->t[0].ptr;
+    const int32_t *pos = (const int32_t *)a->t[4].ptr;
+    float *part = (float *)a->t[5].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
+    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], S = a->t[5].dim[2], lo, hi;
+    evt_llm_split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
+    evt_llm_attn_io io;
+    io.q = q + (b * nh + h) * hd;
+    io.kc = (const evt_bf16 *)a->t[1].ptr;
+    io.vc = (const evt_bf16 *)a->t[2].ptr;
+    io.knew = io.vnew = NULL;
+    io.bt = (const int32_t *)a->t[3].ptr;
+    io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
+    io.b = b; io.g = h / (nh / io.nkv); io.pnew = -1;
+    bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
+    evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned);
+}
+
+/* q_rope + k_rope_append + attn_split for the G q heads of kv head g (see
+ * llm.c): their q and the new k, v in shared memory, then one grouped split. */
+__device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
+    const int32_t *pos = (const int32_t *)a->t[3].ptr;
+    evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
+    float *part = (float *)a->t[7].ptr;
+    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
+    int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
+    int64_t G = nh / nkv, p = pos[b], lo, hi;
+    evt_llm_split_range(p + 1, S, s, &lo, &hi);
+    float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
+    /* q heads, new k, new v: (G + 2) * hd bf16 above EVT_LLM_ATTN_QKV_OFF */
+    evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + G * hd, *sv = sk + hd;
+    bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
+    if (!room) { /* the builder refuses such shapes; never a silent result */
+        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
+        return;
+    }
+    bool has_new = lo <= p && p < hi;
+    if (lo < hi) {
+        evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, p,
+                                a->iarg[0], a->iarg[1], sq, sk);
+        if (has_new)
+            for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) sv[i] = qkv[b * N + (nh + nkv + g) * hd + i];
+        __syncthreads();
+    }
+    evt_llm_attn_io io;
+    io.q = sq; io.kc = kc; io.vc = vc; io.knew = sk; io.vnew = sv;
+    io.bt = (const int32_t *)a->t[4].ptr;
+    io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
+    io.b = b; io.g = g; io.pnew = has_new ? p : -1;
+    if (has_new) { /* the group's task writes the new k, v; no task of this launch reads position p from the cache */
+        int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g);
+        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
+    }
+    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15));
+}
+
+__device__ __noinline__ void attn_merge_cuda(const evt_task_args *a)
+{
+    const float *part = (const float *)a->t[0].ptr;
+    evt_bf16 *o = (evt_bf16 *)a->t[1].ptr;
+    int64_t b = a->coord[0], h = a->coord[1], nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
+    const float *p = part + (b * nh + h) * S * (hd + 2);
+    float M = -INFINITY, L = 0;
+    for (int64_t s = 0; s < S; s++) if (p[s * (hd + 2)] > M) M = p[s * (hd + 2)];
+    for (int64_t s = 0; s < S; s++)
+        if (p[s * (hd + 2) + 1] != 0) L += p[s * (hd + 2) + 1] * expf(p[s * (hd + 2)] - M);
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
+        float acc = 0;
+        for (int64_t s = 0; s < S; s++) {
+            const float *ps = p + s * (hd + 2);
+            if (ps[1] == 0) continue;
+            acc += ps[2 + i] * expf(ps[0] - M);
+        }
+        evt_llm_st(o, b * nh * hd + h * hd + i, L > 0 ? acc / L : 0.f);
+    }
+}
+
+#endif
