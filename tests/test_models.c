@@ -268,6 +268,77 @@ static void argmax_ties(void **state)
     assert_int_equal(next[0], 6); /* 6 and 13 hold the maximum (6): lowest index */
 }
 
+/* rms_linear / rms_mlp_up (the norm inside the GEMV) against rmsnorm then
+ * linear / mlp_up: the same function up to where bf16 rounding falls, on
+ * ragged tiles that cover every row exactly once. */
+static void fused_norm_tiles(void **state)
+{
+    (void)state;
+    enum { B = 3, K = 64, N = 40 };
+    static uint16_t x[B * K], wn[K], W[N * K], W2[N * K], h[B * K], y0[B * N], y1[B * N];
+    uint32_t r = 12345;
+    for (int i = 0; i < B * K; i++) { r = r * 1664525u + 1013904223u; x[i] = bf((float)(r >> 8) / 16777216.0f * 4 - 2); }
+    for (int i = 0; i < K; i++) { r = r * 1664525u + 1013904223u; wn[i] = bf(0.8f + (float)(r >> 8) / 16777216.0f * 0.4f); }
+    for (int i = 0; i < N * K; i++) {
+        r = r * 1664525u + 1013904223u;
+        W[i] = bf((float)(r >> 8) / 16777216.0f * 0.4f - 0.2f);
+        W2[i] = bf((float)(r & 0xffff) / 65536.0f * 0.4f - 0.2f);
+    }
+    const int64_t eps = 1000000, T = 7;
+    for (int mlp = 0; mlp < 2; mlp++) {
+        memset(y0, 0xff, sizeof y0); /* poisoned: every element must be written */
+        memset(y1, 0xff, sizeof y1);
+        evt_task_args a = {0};
+        a.ncoord = 1;
+        for (int b = 0; b < B; b++) { /* unfused: rmsnorm rows, then the GEMV */
+            evt_task_args n = {0};
+            n.ncoord = 1;
+            n.coord[0] = b;
+            n.t[0] = ref(x, 2, B, K, 1, 1);
+            n.t[1] = ref(wn, 1, K, 1, 1, 1);
+            n.t[2] = ref(h, 2, B, K, 1, 1);
+            n.iarg[0] = eps;
+            evt_tile_rmsnorm(&n);
+        }
+        evt_task_args f = {0};
+        f.ncoord = 1;
+        for (int nb = 0; nb < T; nb++) {
+            a.coord[0] = f.coord[0] = nb;
+            a.t[0] = ref(h, 2, B, K, 1, 1);
+            a.t[1] = ref(W, 2, N, K, 1, 1);
+            f.t[0] = ref(x, 2, B, K, 1, 1);
+            f.t[1] = a.t[1];
+            if (mlp) {
+                a.t[2] = ref(W2, 2, N, K, 1, 1);
+                a.t[3] = ref(y0, 2, B, N, 1, 1);
+                f.t[2] = a.t[2];
+                f.t[3] = ref(y1, 2, B, N, 1, 1);
+                f.t[4] = ref(wn, 1, K, 1, 1, 1);
+                a.iarg[0] = f.iarg[0] = T;
+                f.iarg[1] = eps;
+                evt_tile_mlp_up(&a);
+                evt_tile_rms_mlp_up(&f);
+            } else {
+                a.t[2] = ref(y0, 2, B, N, 1, 1);
+                f.t[2] = ref(y1, 2, B, N, 1, 1);
+                f.t[3] = ref(wn, 1, K, 1, 1, 1);
+                a.iarg[0] = f.iarg[0] = T;
+                f.iarg[1] = eps;
+                evt_tile_linear(&a);
+                evt_tile_rms_linear(&f);
+            }
+        }
+        double num = 0, den = 0;
+        for (int i = 0; i < B * N; i++) {
+            float u = evt_bf16_to_f32(y0[i]), v = evt_bf16_to_f32(y1[i]);
+            assert_false(isnan(u) || isnan(v));
+            num += (double)(u - v) * (u - v);
+            den += (double)u * u;
+        }
+        if (!(den > 0 && sqrt(num / den) < 1e-2)) fail_msg("mlp=%d: relative error %g", mlp, den > 0 ? sqrt(num / den) : -1.0);
+    }
+}
+
 static void config_and_program(void **state)
 {
     (void)state;
@@ -312,7 +383,7 @@ static void config_and_program(void **state)
     evt_graph_free(g2);
     /* a GEMV tile waits once for all rows (one counter), not once per row;
        the ablation keeps per-row elements */
-    assert_non_null(strstr(text, "    wait e0_H[0]\n    notify e0_QKV[min(nb * 128 / 128 / 16 + f, ((nb + 1) * 128 / 128 - 1) / 16)] for f in [1]"));
+    assert_non_null(strstr(text, "    wait e0_X[0]\n    notify e0_QKV[min(nb * 128 / 128 / 16 + f, ((nb + 1) * 128 / 128 - 1) / 16)] for f in [1]"));
     assert_null(strstr(text, "q_rope(")); /* q/k norm + RoPE inside the attention tasks */
     assert_non_null(strstr(text, "attn_rope_split(l0_qkv"));
     assert_null(strstr(text, "for r in [B]"));
@@ -322,7 +393,7 @@ static void config_and_program(void **state)
     free(text);
     o.row_events = 1;
     text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "    wait e0_H[r] for r in [B]\n    notify e0_QKV[min("));
+    assert_non_null(strstr(text, "    wait e0_X[r] for r in [B]\n    notify e0_QKV[min("));
     assert_non_null(strstr(text, "event e1_X[B]"));
     free(text);
     o.row_events = 0;
@@ -332,10 +403,25 @@ static void config_and_program(void **state)
     assert_non_null(strstr(text, "    wait e1_Q[b, h]\n    wait e1_KV[b, h / 2]\n"));
     free(text);
     o.split_rope = 0;
+    /* the norms inside the GEMV tiles (default) or as calls (ablation) */
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "call l1_qkvproj = rms_linear(x1, l1_wqkv, l1_qkv, l1_in_norm, 128, 1000000) over (nb) in [128] prefetch {\n    wait e1_X[0]\n"));
+    assert_non_null(strstr(text, "call l1_up = rms_mlp_up(l1_xa, l1_wg, l1_wu, l1_a, l1_post_norm, "));
+    assert_non_null(strstr(text, "call lm = rms_linear(x2, "));
+    assert_null(strstr(text, "rmsnorm("));
+    assert_null(strstr(text, "event e1_H["));
+    free(text);
+    o.split_norm = 1;
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "call l1_n1 = rmsnorm(x1, l1_in_norm, l1_h, 1000000) over (b) in [B] {"));
+    assert_non_null(strstr(text, "call l1_qkvproj = linear(l1_h, l1_wqkv, l1_qkv, 128) over (nb) in [128] prefetch {\n    wait e1_H[0]\n"));
+    assert_non_null(strstr(text, "call final = rmsnorm("));
+    free(text);
+    o.split_norm = 0;
     o.qkv_one_counter = 1;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));
-    assert_non_null(strstr(text, "    wait e1_H[0]\n    notify e1_QKV[0]\n}"));
+    assert_non_null(strstr(text, "    wait e1_X[0]\n    notify e1_QKV[0]\n}"));
     assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * 2 + f] for f in [2]\n}"));
     free(text);
     evt_diag_free(&d);
@@ -368,6 +454,7 @@ static void tiny_decode(void **state)
         o.build.row_events = k == 2;
         o.build.qkv_one_counter = k == 3;
         o.build.split_rope = k == 4;
+        o.build.split_norm = k == 1 || k == 4;
         o.build.target_tasks = k == 0 ? 5 : k == 5 ? 7 : 0; /* ragged QKV tiles that straddle heads */
         evt_decode_result r;
         evt_diag d;
@@ -458,6 +545,7 @@ int main(void)
         cmocka_unit_test(attention),
         cmocka_unit_test(fused_attention),
         cmocka_unit_test(argmax_ties),
+        cmocka_unit_test(fused_norm_tiles),
         cmocka_unit_test(config_and_program),
         cmocka_unit_test(tiny_decode),
     };

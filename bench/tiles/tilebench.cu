@@ -36,8 +36,33 @@ extern "C" {
 enum { F32 = 0, BF16 = 1, I32 = 3 };
 typedef void (*cpu_fn)(const evt_task_args *);
 
+#ifndef EVT_TILES_DYN_SMEM
+#define EVT_TILES_DYN_SMEM 0
+#endif
+#ifndef EVT_TILES_WORKER_BEGIN
+#define EVT_TILES_WORKER_BEGIN() ((void)0)
+#define EVT_TILES_WORKER_END() ((void)0)
+#endif
+/* one task per block, with the worker hooks the megakernel runs around its
+   tasks (llm.cuh's weight ring) and its dynamic shared memory */
 template <void (*F)(const evt_task_args *)>
-__global__ void __launch_bounds__(256) tile_kernel(const evt_task_args *args) { F(&args[blockIdx.x]); }
+__global__ void __launch_bounds__(256) tile_kernel(const evt_task_args *args)
+{
+    EVT_TILES_WORKER_BEGIN();
+    __syncthreads();
+    F(&args[blockIdx.x]);
+    EVT_TILES_WORKER_END();
+}
+template <void (*F)(const evt_task_args *)>
+static void launch_tile(unsigned nblocks, const evt_task_args *args)
+{
+    static int attr_set = 0;
+    if (!attr_set && EVT_TILES_DYN_SMEM) {
+        CK(cudaFuncSetAttribute(tile_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, EVT_TILES_DYN_SMEM));
+        attr_set = 1;
+    }
+    tile_kernel<F><<<nblocks, 256, EVT_TILES_DYN_SMEM>>>(args);
+}
 
 static uint64_t rng = 88172645463325252ull;
 static inline uint32_t xr(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (uint32_t)(rng >> 11); }
@@ -139,7 +164,7 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     CK(cudaMemcpy(dargs, args.data(), args.size() * sizeof(evt_task_args), cudaMemcpyHostToDevice));
     /* correctness: one launch on copy 0 (INOUT tensors start from their host state) */
     for (Ten *t : ts) if (t->mode == 2) CK(cudaMemcpy(t->d, t->h, t->bytes, cudaMemcpyHostToDevice));
-    tile_kernel<F><<<(unsigned)ntask, 256>>>(dargs);
+    launch_tile<F>((unsigned)ntask, dargs);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     std::vector<int64_t> chk;
@@ -187,12 +212,12 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     /* timing */
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-    for (int w = 0; w < 3; w++) tile_kernel<F><<<(unsigned)ntask, 256>>>(dargs + (size_t)(w % ncopy) * ntask);
+    for (int w = 0; w < 3; w++) launch_tile<F>((unsigned)ntask, dargs + (size_t)(w % ncopy) * ntask);
     const int iters = 20;
     float best = 1e30f;
     for (int rep = 0; rep < 5; rep++) {
         CK(cudaEventRecord(e0));
-        for (int it = 0; it < iters; it++) tile_kernel<F><<<(unsigned)ntask, 256>>>(dargs + (size_t)((rep * iters + it) % ncopy) * ntask);
+        for (int it = 0; it < iters; it++) launch_tile<F>((unsigned)ntask, dargs + (size_t)((rep * iters + it) % ncopy) * ntask);
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         float ms;
@@ -246,6 +271,11 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     float a = sqrtf(3.0f / H);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {nqkv, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, nqkv}, 1, 0, 0);
     r = run_op<linear_cuda>("qkv linear", evt_tile_linear, ts, {T_qkv}, {T_qkv}, 12, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    /* the same with the rmsnorm inside (rms_linear; not added to the step
+       estimate: it replaces rmsnorm + linear) */
+    mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {nqkv, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, nqkv}, 1, 0, 0);
+    mk(ts, "wn", BF16, {H}, 0, 0.8f, 1.2f);
+    r = run_op<rms_linear_cuda>("qkv rms_linear", evt_tile_rms_linear, ts, {T_qkv, eps}, {T_qkv}, 12, 1e-2); tally(r); free_all(ts);
     /* q_rope, k_rope_append */
     mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wq", BF16, {hd}, 0, 0.8f, 1.2f); mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
     mk(ts, "q", BF16, {B, nh, hd}, 1, 0, 0);
@@ -303,6 +333,9 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "Wg", BF16, {I, H}, 0, -a, a, true); mk(ts, "Wu", BF16, {I, H}, 0, -a, a, true);
     mk(ts, "a", BF16, {B, I}, 1, 0, 0);
     r = run_op<mlp_up_cuda>("mlp_up", evt_tile_mlp_up, ts, {T_up}, {T_up}, 16, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "Wg", BF16, {I, H}, 0, -a, a, true); mk(ts, "Wu", BF16, {I, H}, 0, -a, a, true);
+    mk(ts, "a", BF16, {B, I}, 1, 0, 0); mk(ts, "wn", BF16, {H}, 0, 0.8f, 1.2f);
+    r = run_op<rms_mlp_up_cuda>("rms_mlp_up", evt_tile_rms_mlp_up, ts, {T_up, eps}, {T_up}, 16, 1e-2); tally(r); free_all(ts);
     a = sqrtf(3.0f / I);
     mk(ts, "x", BF16, {B, I}, 0, -1, 1); mk(ts, "W", BF16, {H, I}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);
     mk(ts, "y", BF16, {B, H}, 1, 0, 0);

@@ -48,6 +48,8 @@ typedef struct evt_qwen3_opts {
                               instead of one per head */
     int split_rope;        /* ablation: q_rope and k_rope_append as their own calls before attn_split
                               (default: attn_rope_split does all three in one task) */
+    int split_norm;        /* ablation: the input, post-attention and final RMSNorms as calls of their own
+                              (default: rms_linear / rms_mlp_up compute them inside every GEMV tile) */
 } evt_qwen3_opts;
 
 /* The .evt program of one decode step (malloc'd), or NULL on bad config. */

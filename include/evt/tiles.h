@@ -41,8 +41,10 @@ typedef struct evt_tile_decl {
     evt_tile_cpu_fn cpu;        /* C implementation */
     const char *cuda_header;    /* relative to src/, e.g. "tiles/rowsum.cuh" */
     int threads;                /* CUDA threads per block it expects (<= block) */
-    int smem_bytes;             /* dynamic shared memory it needs */
-    int has_prefetch;           /* CUDA: <name>_prefetch_cuda(args) exists */
+    int smem_bytes;             /* CUDA: dynamic shared memory it needs (every worker block gets the
+                                   largest of the program's operators and of EVT_TILES_DYN_SMEM) */
+    int has_prefetch;           /* CUDA: <name>_prefetch_cuda(args) exists; warp 0 (all 32 lanes)
+                                   runs it before the task's waits */
 } evt_tile_decl;
 
 /* Looks an operator up by name among the built-ins and user-registered ones. */

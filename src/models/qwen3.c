@@ -1,22 +1,24 @@
 /* qwen3.c — the Qwen3 dense decode step as an Event Tensor program.
  *
  * Per layer i (x_i is the residual stream, B rows):
- *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[0]        notifies H_i[0]
- *   qkvproj linear(h, Wqkv) -> qkv  over (nb)      waits H_i[0]        notifies QKV_i[the heads its rows touch]
+ *   qkvproj rms_linear(x_i, Wqkv, in_norm) -> qkv  over (nb)  waits X_i[0]
+ *          (the input RMSNorm inside every tile)  notifies QKV_i[the heads its rows touch]
  *   at     attn_rope_split -> part, cache   over (b, g, s)  waits QKV_i[q heads of kv head g], QKV_i[k, v head g]
  *          (q norm + RoPE of the group's q heads, the new k/v, split-KV
  *          attention reading the cache once per group)  notifies P_i[b, h] of its q heads
  *   am     attn_merge -> o              over (b, h)    waits P_i[b, h]     notifies AT_i[0]
  *   oproj  linear_res(o, Wo, x_i) -> xa over (nb)      waits AT_i[0]       notifies XA_i[0]
- *   n2     rmsnorm(xa) -> h2            over (b)       waits XA_i[0]       notifies H2_i[0]
- *   up     mlp_up(h2, Wg, Wu) -> a      over (nb)      waits H2_i[0]       notifies A_i[0]
+ *   up     rms_mlp_up(xa, Wg, Wu, post_norm) -> a  over (nb)  waits XA_i[0]  notifies A_i[0]
  *   dn     linear_res(a, Wd, xa) -> x_{i+1}  over (nb) waits A_i[0]        notifies X_{i+1}[0]
+ * (`split_norm`, an ablation: the two norms as rmsnorm calls over (b)
+ * notifying H_i / H2_i, which plain linear / mlp_up tiles wait on: two more
+ * handoffs per layer, and one more before the LM head.)
  * (`split_rope`, an ablation: q_rope over (b, h) and k_rope_append over
  * (b, g) as their own calls, notifying Q_i[b, h] and KV_i[b, g], which
  * attn_split waits on: one more handoff per layer.)
  * Linear calls have one tile per worker (target_tasks, 132) with ragged row
  * ranges, so every SM streams an equal share of each weight matrix.
- * then the final norm, the LM head (tiles of the vocabulary), a per-chunk
+ * then the LM head (rms_linear over tiles of the vocabulary: the final norm inside), a per-chunk
  * argmax waiting only on its LM-head tile, and the final argmax.
  * Attention splits carry `policy dynamic`: their length follows each
  * request's position, so under the hybrid schedule they go through the ready
@@ -114,7 +116,7 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {128, 1024, 16, 0, 132, 1, 0, 0, 0};
+    evt_qwen3_opts def = {128, 1024, 16, 0, 132, 1, 0, 0, 0, 0};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
@@ -198,17 +200,18 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     }
     /* activations */
     for (int64_t l = 0; l <= L; l++) P("tensor x%lld : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+    const int SN = op.split_norm;
     for (int64_t l = 0; l < L; l++) {
-        P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+        if (SN) P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_qkv : bf16[B, %lld] scratch\n", (long long)l, (long long)nqkv);
         if (op.split_rope) P("tensor l%lld_q : bf16[B, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)hd);
         P("tensor l%lld_part : f32[B, %lld, %s, %lld] scratch\n", (long long)l, (long long)nh, Sx, (long long)(hd + 2));
         P("tensor l%lld_o : bf16[B, %lld] scratch\n", (long long)l, (long long)(nh * hd));
         P("tensor l%lld_xa : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
-        P("tensor l%lld_h2 : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+        if (SN) P("tensor l%lld_h2 : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_a : bf16[B, %lld] scratch\n", (long long)l, (long long)I);
     }
-    P("tensor hf : bf16[B, %lld] scratch\n", (long long)H);
+    if (SN) P("tensor hf : bf16[B, %lld] scratch\n", (long long)H);
     P("tensor logits : bf16[B, %lld] output\n", (long long)V);
     P("tensor pv : f32[B, %lld] scratch\n", (long long)NC);
     P("tensor pi : i32[B, %lld] scratch\n", (long long)NC);
@@ -217,18 +220,22 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* event names carry the layer as a prefix (e12_QKV): no name is another's prefix-extension */
     for (int64_t l = 0; l <= L; l++) P("event e%lld_X[%s]\n", (long long)l, EV);
     for (int64_t l = 0; l < L; l++) {
-        P("event e%lld_H[%s]\nevent e%lld_QKV[%lld]\n", (long long)l, EV, (long long)l, (long long)(op.qkv_one_counter ? 1 : nh + 2 * nkv));
+        if (SN) P("event e%lld_H[%s]\n", (long long)l, EV);
+        P("event e%lld_QKV[%lld]\n", (long long)l, (long long)(op.qkv_one_counter ? 1 : nh + 2 * nkv));
         if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
-        P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_H2[%s]\nevent e%lld_A[1]\n", (long long)l,
-          (long long)nh, (long long)l, (long long)l, EV, (long long)l, EV, (long long)l);
+        P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)nh,
+          (long long)l, (long long)l, EV, (long long)l);
+        if (SN) P("event e%lld_H2[%s]\n", (long long)l, EV);
     }
-    P("event HF[%s]\nevent LM[%lld]\nevent AP[B]\n\n", EV, (long long)NC);
+    if (SN) P("event HF[%s]\n", EV);
+    P("event LM[%lld]\nevent AP[B]\n\n", (long long)NC);
     /* calls */
     P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify e0_X[%s]\n}\n", RW);
     for (int64_t l = 0; l < L; l++) {
         long long i = (long long)l;
-        P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n",
-          i, i, i, i, eps, i, RW, i, RW);
+        if (SN)
+            P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n",
+              i, i, i, i, eps, i, RW, i, RW);
         /* QKV waits: the heads a task reads, or (qkv_one_counter) the whole projection */
         char qn[200], wq_h[64], wk_g[64], wv_g[64], wq_grp[160];
         if (op.qkv_one_counter) {
@@ -245,8 +252,12 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             snprintf(wv_g, sizeof wv_g, "\n    wait e%lld_QKV[%lld + g]", i, (long long)(nh + nkv));
             snprintf(wq_grp, sizeof wq_grp, "wait e%lld_QKV[g * %lld + f] for f in [%lld]\n    %s", i, (long long)G, (long long)G, wk_g);
         }
-        P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_H%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, (long long)T_qkv, i, AW, qn);
+        if (SN)
+            P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld] prefetch {\n"
+              "    wait e%lld_H%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, (long long)T_qkv, i, AW, qn);
+        else /* the input norm inside every tile */
+            P("call l%lld_qkvproj = rms_linear(x%lld, l%lld_wqkv, l%lld_qkv, l%lld_in_norm, %lld, %lld) over (nb) in [%lld] prefetch {\n"
+              "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, i, AW, qn);
         if (op.split_rope) {
             P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
               "    %s\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, wq_h, i);
@@ -266,17 +277,27 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
           i, i, i, (long long)nh, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld] prefetch {\n"
           "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, i, i, AW);
-        P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n",
-          i, i, i, i, eps, i, RW, i, RW);
-        P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, (long long)T_up, i, AW, i);
+        if (SN) {
+            P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n",
+              i, i, i, i, eps, i, RW, i, RW);
+            P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld] prefetch {\n"
+              "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, (long long)T_up, i, AW, i);
+        } else {
+            P("call l%lld_up = rms_mlp_up(l%lld_xa, l%lld_wg, l%lld_wu, l%lld_a, l%lld_post_norm, %lld, %lld) over (nb) in [%lld] prefetch {\n"
+              "    wait e%lld_XA%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, i, (long long)T_up, eps, (long long)T_up, i, AW, i);
+        }
         P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld] prefetch {\n"
           "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, i, i + 1, AW);
     }
-    P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
-      (long long)L, eps, (long long)L, RW, RW);
-    P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld] prefetch {\n    wait HF%s\n    notify LM[nb]\n}\n",
-      lm, (long long)NC, (long long)NC, AW);
+    if (SN) {
+        P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
+          (long long)L, eps, (long long)L, RW, RW);
+        P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld] prefetch {\n    wait HF%s\n    notify LM[nb]\n}\n",
+          lm, (long long)NC, (long long)NC, AW);
+    } else {
+        P("call lm = rms_linear(x%lld, %s, logits, final_norm, %lld, %lld) over (nb) in [%lld] prefetch {\n    wait e%lld_X%s\n    notify LM[nb]\n}\n",
+          (long long)L, lm, (long long)NC, eps, (long long)NC, (long long)L, AW);
+    }
     P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %lld] {\n    wait LM[c]\n    notify AP[b]\n}\n", (long long)NC);
     P("call pick = argmax_final(pv, pi, next) over (b) in [B] {\n    wait AP[b]\n}\n");
     return o.buf;

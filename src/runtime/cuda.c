@@ -132,9 +132,26 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
         evt_cuda_g.cu.ModuleUnload(mod);
         return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_call_kernel (%s): rebuild it", evt_cu_name(r));
     }
+    /* the dynamic shared memory the tiles need (llm.cuh's weight ring) */
+    unsigned dyn = 0;
+    CUdeviceptr gp;
+    size_t gsz = 0;
+    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_dyn_smem_bytes") && gsz == sizeof dyn &&
+        (r = evt_cuda_g.cu.MemcpyDtoH(&dyn, gp, sizeof dyn))) {
+        evt_cuda_g.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_dyn_smem_bytes", evt_cu_name(r));
+    }
+    if (dyn && ((r = evt_cuda_g.cu.FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn)) ||
+                (r = evt_cuda_g.cu.FuncSetAttribute(call_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn)))) {
+        evt_cuda_g.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
+                              "the kernel needs %u bytes of dynamic shared memory per block, more than %s allows (%s): "
+                              "build with a smaller -DEVT_LLM_RING_SLOTS", dyn, evt_cuda_g.name, evt_cu_name(r));
+    }
     v->handle = mod;
     v->entry = fn;
     v->call_entry = call_fn;
+    v->dyn_smem = dyn;
     return EVT_OK;
 }
 
@@ -383,7 +400,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     cuda_rt *rt = m->rt;
     *threads = block_threads(v->p);
     int per_sm = 0;
-    CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, 0));
+    CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, v->dyn_smem));
     /* the request is what must fit (a static launch may start fewer workers) */
     if (b->sched != EVT_SCHED_KBK && b->sched != EVT_SCHED_GRAPH && (be->nworkers > per_sm * evt_cuda_g.sms || b->nworkers > per_sm * evt_cuda_g.sms))
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
@@ -466,7 +483,7 @@ static evt_status launch_calls(evt_variant *v, const evt_bound *b, CUdeviceptr *
         if (n <= 0) continue;
         void *args[] = {dctx, &c};
         CK(evt_cuda_g.cu.LaunchKernel((CUfunction)v->call_entry, (unsigned)(n < (1 << 30) ? n : (1 << 30)), 1, 1, (unsigned)threads,
-                             1, 1, 0, evt_cuda_g.stream, args, NULL));
+                             1, 1, v->dyn_smem, evt_cuda_g.stream, args, NULL));
     }
     return EVT_OK;
 }
@@ -505,8 +522,8 @@ static evt_status launch_once(evt_variant *v, evt_bind_entry *be, CUdeviceptr *d
     if (b->sched == EVT_SCHED_KBK) return launch_calls(v, b, dctx, threads, d);
     if (b->sched == EVT_SCHED_GRAPH) return launch_graph(v, be, dctx, threads, d);
     void *args[] = {dctx};
-    CK(evt_cuda_g.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1, 0,
-                                    evt_cuda_g.stream, args));
+    CK(evt_cuda_g.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1,
+                                    v->dyn_smem, evt_cuda_g.stream, args));
     return EVT_OK;
 }
 

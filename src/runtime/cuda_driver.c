@@ -45,6 +45,8 @@ static void driver_init(void)
     SYM(ModuleLoadData, "cuModuleLoadData");
     SYM(ModuleUnload, "cuModuleUnload");
     SYM(ModuleGetFunction, "cuModuleGetFunction");
+    SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2");
+    SYM(FuncSetAttribute, "cuFuncSetAttribute");
     SYM(MemAlloc, "cuMemAlloc_v2");
     SYM(MemFree, "cuMemFree_v2");
     SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");

@@ -20,6 +20,7 @@ typedef struct evt_variant {
     void *handle;         /* backend: dlopen handle / CUmodule */
     void *entry;          /* backend: worker entry / CUfunction */
     void *call_entry;     /* backend: kernel-by-kernel entry (one call) */
+    unsigned dyn_smem;    /* CUDA: dynamic shared memory per block (evt_dyn_smem_bytes) */
     char tmpdir[256];     /* CPU: where the .so lives while loaded */
 } evt_variant;
 

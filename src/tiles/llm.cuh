@@ -15,9 +15,20 @@
  *       coherent loads (written earlier in the same launch). A scalar path
  *       handles K % 32 != 0 or misaligned rows. Tile nb of T holds rows
  *       [nb*N/T, (nb+1)*N/T) (ragged: one tile per SM balances any N).
- *   *_prefetch_cuda: called by the worker's leader alone before its waits:
+ *   rms_linear / rms_mlp_up: the same GEMV on bf16(x * wn) (wn fragments
+ *       loaded beside x's, the product rounded as the C reference rounds
+ *       it), the row scales rsqrt(mean(x^2) + eps) computed by the block
+ *       (evt_llm_rms_scales) while the last warps finish, applied in the
+ *       epilogue.
+ *   *_prefetch_cuda: run by warp 0 before the leader's waits (lane 0 issues):
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
  *       bytes of) the task's weight rows, one contiguous range of W.
+ *   -DEVT_LLM_TMA=1: linear / linear_res / mlp_up stream their weights into
+ *       a shared-memory ring with bulk async copies (llm_stream.cuh), the
+ *       first stages issued by the prefetch hook. Correct (tilebench, GPU
+ *       suite) but 2-3x slower than the register path: one copy per 16-row
+ *       x 512-column stage row is 1 KB, and small bulk copies stream at ~2
+ *       TB/s (bench/RESULTS.md); it needs a tiled weight layout to pay.
  *   rmsnorm: each thread's 16-byte chunks of x and w loaded at once, x kept
  *       in registers between the two passes (scalar path for odd shapes).
  *   q_rope / k_rope_append: block reductions; RoPE angles in double
@@ -33,7 +44,8 @@
  *       position read from shared memory.
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
- * read with plain loads. All shared memory is one 32 KiB static buffer. */
+ * read with plain loads. Shared memory: one 32 KiB static buffer, the row
+ * scales, and (EVT_LLM_TMA only) the dynamic ring. */
 #ifndef EVT_TILE_LLM_CUH
 #define EVT_TILE_LLM_CUH
 #include <cuda_bf16.h>
@@ -43,6 +55,9 @@
 #define EVT_LLM_PREFETCH_CAP (128 * 1024) /* bytes of L2 prefetch per weight matrix per task */
 #endif
 #define EVT_LLM_SMEM_FLOATS 8192
+#ifndef EVT_LLM_TMA
+#define EVT_LLM_TMA 0 /* 1: linear tiles stream weights through the TMA ring (llm_stream.cuh); slower, see there */
+#endif
 
 static __shared__ __align__(16) float evt_llm_smem[EVT_LLM_SMEM_FLOATS];
 
@@ -212,10 +227,25 @@ __device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, i
  * up). acc[w][rt][j][4]: C fragment of weight w, row tile rt, batch tile j.
  * RT > 1 reuses each x fragment for RT row tiles (large batches: x, not W,
  * dominates the loads otherwise). */
-template <int NB8, int NW, int RT>
-__device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, int64_t K,
-                                             int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0, int64_t c1,
-                                             float acc[NW][RT][NB8][4])
+/* bf16(x * wn) of 8 packed bf16 pairs (the fused-norm input, rounded as
+   the C reference rounds it) */
+__device__ __forceinline__ uint4 evt_llm_mul8(uint4 x, uint4 w)
+{
+    uint4 r;
+    const uint32_t *u = &x.x, *v = &w.x;
+    uint32_t *o = &r.x;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        __nv_bfloat162 p = __floats2bfloat162_rn(evt_llm_lo(u[j]) * evt_llm_lo(v[j]), evt_llm_hi(u[j]) * evt_llm_hi(v[j]));
+        o[j] = *(uint32_t *)&p;
+    }
+    return r;
+}
+
+template <int NB8, int NW, int RT, bool NORM>
+__device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, const evt_bf16 *wn,
+                                             int64_t K, int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0,
+                                             int64_t c1, float acc[NW][RT][NB8][4])
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     bool rok[RT][2];
@@ -240,12 +270,13 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
     /* UN k chunks per iteration, all loads first: a persistent block has 8
      * warps, so bytes in flight come from unrolling */
 #ifndef EVT_LLM_UN_SMALL
-#define EVT_LLM_UN_SMALL 4 /* k chunks in flight per warp at B <= 8 (8 measured: no gain) */
+#define EVT_LLM_UN_SMALL 4 /* k chunks in flight per warp at B <= 8 (8, or two alternating batches
+                             of 4: faster as their own kernel, but the megakernel's tile then spills) */
 #endif
     constexpr int UN = (NB8 == 1 && RT == 1) ? EVT_LLM_UN_SMALL : (2 * RT * NW + NB8 <= 8 ? 2 : 1);
     int64_t c = c0;
     for (; c < c1; c += UN) {
-        uint4 w[UN][NW][RT][2], xv[UN][NB8];
+        uint4 w[UN][NW][RT][2], xv[UN][NB8], wv[UN];
 #pragma unroll
         for (int u = 0; u < UN; u++) {
             int64_t k = (c + u) * 32;
@@ -258,6 +289,13 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
                     for (int h = 0; h < 2; h++) w[u][q][r][h] = kok && rok[r][h] ? evt_llm_ldw(wp[q][r][h] + k) : z;
 #pragma unroll
             for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
+            if (NORM) wv[u] = kok ? __ldg((const uint4 *)(wn + 8 * t + k)) : z;
+        }
+        if (NORM) {
+#pragma unroll
+            for (int u = 0; u < UN; u++)
+#pragma unroll
+                for (int j = 0; j < NB8; j++) xv[u][j] = evt_llm_mul8(xv[u][j], wv[u]);
         }
 #pragma unroll
         for (int u = 0; u < UN; u++)
@@ -274,10 +312,83 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
     }
 }
 
-template <int MODE, int NB8, int RT>
+/* Row scales of the fused-norm tiles: evt_llm_rms[b] = rsqrt(mean(x[b]^2)
+ * + eps) for b < B <= 128, a warp per row (all threads call it; a barrier
+ * must follow before the scales are read). */
+static __shared__ float evt_llm_rms[128];
+__device__ __forceinline__ void evt_llm_rms_scales(const evt_bf16 *x, int64_t B, int64_t K, float eps)
+{
+    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    if (B <= 2 && K / 8 <= 8 * (int64_t)blockDim.x && nwarps <= 32) {
+        /* few rows: the whole block on each row (one load round trip per
+           row instead of K / 256), warps' partials summed in order */
+        static __shared__ float part[2][32];
+        for (int64_t b = 0; b < B; b++) {
+            const uint4 *xr = (const uint4 *)(x + b * K);
+            uint4 v[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                int64_t c = threadIdx.x + (int64_t)i * blockDim.x;
+                v[i] = c < K / 8 ? evt_llm_ldx((const evt_bf16 *)(xr + c)) : make_uint4(0, 0, 0, 0);
+            }
+            float ss = 0;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const uint32_t *u = &v[i].x;
+#pragma unroll
+                for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
+            }
+            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            if (lane == 0) part[b][warp] = ss;
+        }
+        __syncthreads();
+        if (threadIdx.x < B) {
+            float ss = 0;
+            for (int w = 0; w < nwarps; w++) ss += part[threadIdx.x][w];
+            evt_llm_rms[threadIdx.x] = 1.0f / sqrtf(ss / (float)K + eps);
+        }
+        return;
+    }
+    for (int64_t b = warp; b < B; b += nwarps) {
+        const evt_bf16 *xr = x + b * K;
+        float ss = 0;
+        int64_t k8 = lane;
+        for (; k8 + 96 < K / 8; k8 += 128) { /* four loads in flight */
+            uint4 v[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) v[i] = evt_llm_ldx(xr + 8 * (k8 + 32 * i));
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const uint32_t *u = &v[i].x;
+#pragma unroll
+                for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
+            }
+        }
+        for (; k8 < K / 8; k8 += 32) {
+            uint4 v = evt_llm_ldx(xr + 8 * k8);
+            const uint32_t *u = &v.x;
+#pragma unroll
+            for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
+        }
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0) evt_llm_rms[b] = 1.0f / sqrtf(ss / (float)K + eps);
+    }
+}
+
+/* The fused-norm tiles' input-norm weight and eps (NORM), else NULL. */
+template <int MODE, bool NORM>
+__device__ __forceinline__ const evt_bf16 *evt_llm_norm_w(const evt_task_args *a)
+{
+    return NORM ? (const evt_bf16 *)a->t[MODE == 2 ? 4 : 3].ptr : (const evt_bf16 *)0;
+}
+template <bool NORM>
+__device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { return NORM ? (float)a->iarg[1] * 1e-12f : 0.f; }
+
+template <int MODE, int NB8, int RT, bool NORM>
 __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
+    const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
     constexpr int BB = 8 * NB8, RB = 16 * RT;
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
     const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
@@ -291,11 +402,15 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
     if (ksplit * U * RB * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW);
     if (ksplit < 1) ksplit = 1;
     if (ksplit == 1) {
+        if (NORM) {
+            evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
+            __syncthreads();
+        }
         for (int64_t u = warp; u < U; u += nwarps) {
             int64_t rt = u / nbg, bg = u % nbg;
             float acc[NW][RT][NB8][4] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
-            evt_llm_unit<NB8, NW, RT>(x, W0, W1, K, r0, n1, b0, B, 0, nch, acc);
+            evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, r0, n1, b0, B, 0, nch, acc);
 #pragma unroll
             for (int r = 0; r < RT; r++)
 #pragma unroll
@@ -303,7 +418,10 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         int64_t n = r0 + r * 16 + g + (e >> 1) * 8, b = b0 + 8 * j + 2 * t + (e & 1);
-                        if (n < n1 && b < B) evt_llm_out<MODE>(a, b, n, acc[0][r][j][e], acc[NW - 1][r][j][e]);
+                        if (n < n1 && b < B) {
+                            float sc = NORM ? evt_llm_rms[b] : 1.f;
+                            evt_llm_out<MODE>(a, b, n, acc[0][r][j][e] * sc, acc[NW - 1][r][j][e] * sc);
+                        }
                     }
         }
         return;
@@ -315,7 +433,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
         int64_t rt = u / nbg, bg = u % nbg;
         int64_t c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
         float acc[NW][RT][NB8][4] = {};
-        evt_llm_unit<NB8, NW, RT>(x, W0, W1, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
+        evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
 #pragma unroll
         for (int q = 0; q < NW; q++)
 #pragma unroll
@@ -328,6 +446,8 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
                         part[(((ks * U + u) * NW + q) * RB + rr) * BB + bb] = acc[q][r][j][e];
                     }
     }
+    /* the row scales here, not first: their loads overlap the slower warps */
+    if (NORM) evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
     __syncthreads();
     for (int64_t i = threadIdx.x; i < U * RB * BB; i += blockDim.x) {
         int64_t u = i / (RB * BB), r = (i / BB) % RB, bb = i % BB;
@@ -338,14 +458,16 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
             s0 += part[(((ks * U + u) * NW + 0) * RB + r) * BB + bb];
             s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * BB + bb];
         }
-        evt_llm_out<MODE>(a, b, n, s0, s1);
+        float sc = NORM ? evt_llm_rms[b] : 1.f;
+        evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
     }
 }
 
 /* Generic path: one warp per (row, batch), scalar loads. */
-template <int MODE>
+template <int MODE, bool NORM>
 __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
 {
+    const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
     const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
@@ -353,44 +475,61 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
     int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     for (int64_t e = warp; e < (n1 - n0) * B; e += nwarps) {
         int64_t n = n0 + e / B, b = e % B;
-        float s0 = 0, s1 = 0;
+        float s0 = 0, s1 = 0, ss = 0;
         for (int64_t k = lane; k < K; k += 32) {
             float xv = evt_llm_ld(x, b * K + k);
+            if (NORM) { /* the row's sum of squares on the way */
+                ss += xv * xv;
+                xv = __bfloat162float(__float2bfloat16_rn(xv * __bfloat162float(__ldg(wn + k))));
+            }
             s0 += xv * __bfloat162float(__ldg(W0 + n * K + k));
             if (MODE == 2) s1 += xv * __bfloat162float(__ldg(W1 + n * K + k));
         }
         for (int o = 16; o > 0; o >>= 1) {
             s0 += __shfl_xor_sync(0xffffffffu, s0, o);
             s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+            ss += __shfl_xor_sync(0xffffffffu, ss, o);
         }
-        if (lane == 0) evt_llm_out<MODE>(a, b, n, s0, s1);
+        float sc = NORM ? 1.0f / sqrtf(ss / (float)K + evt_llm_norm_eps<NORM>(a)) : 1.f;
+        if (lane == 0) evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
     }
 }
 
-template <int MODE>
+/* the weight stream (TMA ring) and its GEMV */
+#include "llm_stream.cuh"
+
+template <int MODE, bool NORM>
 __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
 {
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0);
-    if ((K & 31) || (al & 15) || (blockDim.x & 31)) { evt_llm_gemv_scalar<MODE>(a); return; }
+    if (!NORM && evt_llm_stream_ok<MODE>(a)) {
+        if (B <= 8) evt_llm_gemv_stream<MODE, 1>(a);
+        else if (B <= 16) evt_llm_gemv_stream<MODE, 2>(a);
+        else if (MODE == 2 || B <= 32) evt_llm_gemv_stream<MODE, 4>(a);
+        else evt_llm_gemv_stream<MODE, MODE == 2 ? 4 : 8>(a);
+        return;
+    }
+    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
+                   (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
+    if ((K & 31) || (al & 15) || (blockDim.x & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
     int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
-    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1>(a); return; }
+    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM>(a); return; }
     /* larger batches: several row tiles per warp share each x fragment */
     if (MODE == 2) { /* gate and up: two weights, RT <= 2 keeps registers in check */
-        if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2>(a);
-        else evt_llm_gemv_mma<MODE, 2, 1>(a);
+        if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
+        else evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
     } else if (B <= 16) {
-        if (nr >= 64) evt_llm_gemv_mma<MODE, 2, 4>(a);
-        else if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2>(a);
-        else evt_llm_gemv_mma<MODE, 2, 1>(a);
+        if (nr >= 64) evt_llm_gemv_mma<MODE, 2, 4, NORM>(a);
+        else if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
+        else evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
     } else {
-        if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4>(a);
-        else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2>(a);
-        else evt_llm_gemv_mma<MODE, 4, 1>(a);
+        if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4, NORM>(a);
+        else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2, NORM>(a);
+        else evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
     }
 }
 
-/* Called by one thread (the worker's leader, before its waits). */
+/* Called by one thread (lane 0 of warp 0, before the leader's waits). */
 __device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t N, int64_t K, int64_t nb, int64_t T)
 {
     int64_t n0, n1;
@@ -412,20 +551,54 @@ __device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t
     for (int64_t o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
 }
 
-__device__ __noinline__ void linear_cuda(const evt_task_args *a) { evt_llm_gemv<0>(a); }
-__device__ __noinline__ void linear_res_cuda(const evt_task_args *a) { evt_llm_gemv<1>(a); }
-__device__ __noinline__ void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2>(a); }
+__device__ __noinline__ void linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, false>(a); }
+__device__ __noinline__ void linear_res_cuda(const evt_task_args *a) { evt_llm_gemv<1, false>(a); }
+__device__ __noinline__ void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, false>(a); }
+__device__ __noinline__ void rms_linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, true>(a); }
+__device__ __noinline__ void rms_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, true>(a); }
 
+/* Prefetch hooks (warp 0, before the leader's waits): the stream's first
+   stages into shared memory, or (tasks the stream does not take) an L2
+   prefetch of the rows. */
 __device__ void linear_prefetch_cuda(const evt_task_args *a)
 {
-    evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
+    if (evt_llm_stream_ok<0>(a)) { evt_llm_stream_prefetch<0>(a); return; }
+    if ((threadIdx.x & 31) == 0)
+        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
 }
-__device__ void linear_res_prefetch_cuda(const evt_task_args *a) { linear_prefetch_cuda(a); }
+__device__ void linear_res_prefetch_cuda(const evt_task_args *a)
+{
+    if (evt_llm_stream_ok<1>(a)) { evt_llm_stream_prefetch<1>(a); return; }
+    if ((threadIdx.x & 31) == 0)
+        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
+}
 __device__ void mlp_up_prefetch_cuda(const evt_task_args *a)
 {
-    evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
-    evt_llm_prefetch_rows((const evt_bf16 *)a->t[2].ptr, a->t[2].dim[0], a->t[2].dim[1], a->coord[0], a->iarg[0]);
+    if (evt_llm_stream_ok<2>(a)) { evt_llm_stream_prefetch<2>(a); return; }
+    if ((threadIdx.x & 31) == 0) {
+        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
+        evt_llm_prefetch_rows((const evt_bf16 *)a->t[2].ptr, a->t[2].dim[0], a->t[2].dim[1], a->coord[0], a->iarg[0]);
+    }
 }
+
+/* the fused-norm tiles: their weights are t[1] (and t[2]), as above */
+__device__ void rms_linear_prefetch_cuda(const evt_task_args *a)
+{
+    if ((threadIdx.x & 31) == 0)
+        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
+}
+__device__ void rms_mlp_up_prefetch_cuda(const evt_task_args *a)
+{
+    if ((threadIdx.x & 31) == 0) {
+        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
+        evt_llm_prefetch_rows((const evt_bf16 *)a->t[2].ptr, a->t[2].dim[0], a->t[2].dim[1], a->coord[0], a->iarg[0]);
+    }
+}
+
+#if EVT_LLM_TMA /* worker start and exit (the generated kernel calls these): the ring's barriers */
+#define EVT_TILES_WORKER_BEGIN() evt_llm_worker_begin()
+#define EVT_TILES_WORKER_END() evt_llm_worker_end()
+#endif
 
 /* ------------------------------------------------------------- rope ---- */
 /* RMSNorm of in[0..hd) (weight w), rotate-half RoPE at position p; calls

@@ -20,6 +20,8 @@ void evt_tile_rmsnorm(const evt_task_args *a);
 void evt_tile_linear(const evt_task_args *a);
 void evt_tile_linear_res(const evt_task_args *a);
 void evt_tile_mlp_up(const evt_task_args *a);
+void evt_tile_rms_linear(const evt_task_args *a);
+void evt_tile_rms_mlp_up(const evt_task_args *a);
 void evt_tile_q_rope(const evt_task_args *a);
 void evt_tile_k_rope_append(const evt_task_args *a);
 void evt_tile_attn_split(const evt_task_args *a);

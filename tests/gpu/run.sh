@@ -16,6 +16,9 @@
 #    come back as a watchdog error, and the module must recover
 # 7. too many workers: a clear refusal; a trace file that parses
 # 8. compute-sanitizer memcheck and synccheck on small programs
+# 9. the decode tiles against their C references (bench/tiles/tilebench at
+#    qwen3-0.6b and -8b shapes, B = 1 and 8), with the register weight path
+#    and the TMA ring (-DEVT_LLM_TMA=1)
 # Prints PASS/FAIL per check and a final "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -144,6 +147,22 @@ if command -v compute-sanitizer > /dev/null; then
 else
     bad "compute-sanitizer not found"
 fi
+
+say "== decode tiles against their C references (bench/tiles), register and TMA weight paths"
+for flags in "" "-DEVT_LLM_TMA=1"; do
+    tb=build/tilebench_check
+    if cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -c src/tiles/llm.c -o build/tilebench_llm.o >> "$MAIN" 2>&1 &&
+       nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 $flags -Isrc -Iinclude bench/tiles/tilebench.cu build/tilebench_llm.o \
+           -o $tb -lm >> "$MAIN" 2>&1; then
+        out=$($tb 1 8 2>&1); echo "$out" >> "$MAIN"
+        p=$(echo "$out" | grep -c ' ok$'); f=$(echo "$out" | grep -c 'FAIL')
+        PASS=$((PASS + p)); FAIL=$((FAIL + f))
+        echo "tilebench ${flags:-default}: $p passed, $f failed"
+        echo "$out" | grep FAIL | head -5
+    else
+        bad "tilebench ${flags:-default} build"
+    fi
+done
 
 rm -rf "$ART"
 say "$PASS passed, $FAIL failed"
