@@ -383,7 +383,7 @@ static void config_and_program(void **state)
     evt_graph_free(g2);
     /* a GEMV tile waits once for all rows (one counter), not once per row;
        the ablation keeps per-row elements */
-    assert_non_null(strstr(text, "    wait e0_X[0]\n    notify e0_QKV[min(nb * 128 / 128 / 16 + f, ((nb + 1) * 128 / 128 - 1) / 16)] for f in [1]"));
+    assert_non_null(strstr(text, "    wait e0_H[0]\n    notify e0_QKV[min(nb * 128 / 128 / 16 + f, ((nb + 1) * 128 / 128 - 1) / 16)] for f in [1]"));
     assert_null(strstr(text, "q_rope(")); /* q/k norm + RoPE inside the attention tasks */
     assert_non_null(strstr(text, "attn_rope_split(l0_qkv"));
     assert_null(strstr(text, "for r in [B]"));
@@ -393,7 +393,7 @@ static void config_and_program(void **state)
     free(text);
     o.row_events = 1;
     text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "    wait e0_X[r] for r in [B]\n    notify e0_QKV[min("));
+    assert_non_null(strstr(text, "    wait e0_H[r] for r in [B]\n    notify e0_QKV[min("));
     assert_non_null(strstr(text, "event e1_X[B]"));
     free(text);
     o.row_events = 0;
@@ -403,7 +403,8 @@ static void config_and_program(void **state)
     assert_non_null(strstr(text, "    wait e1_Q[b, h]\n    wait e1_KV[b, h / 2]\n"));
     free(text);
     o.split_rope = 0;
-    /* the norms inside the GEMV tiles (default) or as calls (ablation) */
+    /* the norms inside the GEMV tiles (fuse_norm) or as calls (default) */
+    o.fuse_norm = 1;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "call l1_qkvproj = rms_linear(x1, l1_wqkv, l1_qkv, l1_in_norm, 128, 1000000) over (nb) in [128] prefetch {\n    wait e1_X[0]\n"));
     assert_non_null(strstr(text, "call l1_up = rms_mlp_up(l1_xa, l1_wg, l1_wu, l1_a, l1_post_norm, "));
@@ -411,17 +412,16 @@ static void config_and_program(void **state)
     assert_null(strstr(text, "rmsnorm("));
     assert_null(strstr(text, "event e1_H["));
     free(text);
-    o.split_norm = 1;
+    o.fuse_norm = 0;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "call l1_n1 = rmsnorm(x1, l1_in_norm, l1_h, 1000000) over (b) in [B] {"));
     assert_non_null(strstr(text, "call l1_qkvproj = linear(l1_h, l1_wqkv, l1_qkv, 128) over (nb) in [128] prefetch {\n    wait e1_H[0]\n"));
     assert_non_null(strstr(text, "call final = rmsnorm("));
     free(text);
-    o.split_norm = 0;
     o.qkv_one_counter = 1;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));
-    assert_non_null(strstr(text, "    wait e1_X[0]\n    notify e1_QKV[0]\n}"));
+    assert_non_null(strstr(text, "    wait e1_H[0]\n    notify e1_QKV[0]\n}"));
     assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * 2 + f] for f in [2]\n}"));
     free(text);
     evt_diag_free(&d);
@@ -454,7 +454,7 @@ static void tiny_decode(void **state)
         o.build.row_events = k == 2;
         o.build.qkv_one_counter = k == 3;
         o.build.split_rope = k == 4;
-        o.build.split_norm = k == 1 || k == 4;
+        o.build.fuse_norm = k == 1 || k == 4;
         o.build.target_tasks = k == 0 ? 5 : k == 5 ? 7 : 0; /* ragged QKV tiles that straddle heads */
         evt_decode_result r;
         evt_diag d;

@@ -39,7 +39,7 @@ typedef struct cli {
     int emit_only;
     long long batch, ctx, steps, splits, page;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
-    int nalso, row_events, split_rope, split_norm, qkv_one;
+    int nalso, row_events, split_rope, fuse_norm, qkv_one;
 } cli;
 
 static int usage(const char *msg)
@@ -60,7 +60,7 @@ static int usage(const char *msg)
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--row-events]       (ablation: per-row events between row and tile calls)\n"
             "                [--split-rope]       (ablation: q/k norm + RoPE as calls of their own before attention)\n"
-            "                [--split-norm]       (ablation: the RMSNorms as calls of their own, not inside the GEMV tiles)\n"
+            "                [--fuse-norm]        (the RMSNorms inside the GEMV tiles, not calls of their own)\n"
             "                [--qkv-one-counter]  (attention waits for the whole QKV projection, not its heads)\n");
     return 2;
 }
@@ -134,7 +134,7 @@ static int parse_args(int argc, char **argv, cli *c)
         }
         else if (!strcmp(a, "--row-events")) c->row_events = 1;
         else if (!strcmp(a, "--split-rope")) c->split_rope = 1;
-        else if (!strcmp(a, "--split-norm")) c->split_norm = 1;
+        else if (!strcmp(a, "--fuse-norm")) c->fuse_norm = 1;
         else if (!strcmp(a, "--qkv-one-counter")) c->qkv_one = 1;
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
@@ -381,7 +381,7 @@ static int cmd_decode(cli *c)
     o.build.attn_splits = c->splits;
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;
-    o.build.split_norm = c->split_norm;
+    o.build.fuse_norm = c->fuse_norm;
     o.build.qkv_one_counter = c->qkv_one;
     memcpy(o.also, c->also, sizeof o.also);
     o.nalso = c->nalso;

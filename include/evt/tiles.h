@@ -43,8 +43,8 @@ typedef struct evt_tile_decl {
     int threads;                /* CUDA threads per block it expects (<= block) */
     int smem_bytes;             /* CUDA: dynamic shared memory it needs (every worker block gets the
                                    largest of the program's operators and of EVT_TILES_DYN_SMEM) */
-    int has_prefetch;           /* CUDA: <name>_prefetch_cuda(args) exists; warp 0 (all 32 lanes)
-                                   runs it before the task's waits */
+    int has_prefetch;           /* CUDA: <name>_prefetch_cuda(args) exists; the worker's leader
+                                   (one thread) runs it before the task's waits */
 } evt_tile_decl;
 
 /* Looks an operator up by name among the built-ins and user-registered ones. */

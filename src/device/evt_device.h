@@ -59,21 +59,16 @@ EVT_DEV void evt_acquire_fence(void) { cuda::atomic_thread_fence(cuda::memory_or
 EVT_DEV void evt_red_notify(int32_t *p, int32_t v)
 { asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
-/* Polls. A batch of one wait polls with acquire loads (no fence after it:
-   2.55 vs 2.90 us per chain edge against relaxed + fence). A batch of
-   several polls with relaxed loads, all in flight together, and issues one
-   acquire fence when all are complete: acquire loads do not overlap (each
-   is a round trip of its own), which cost attention tasks (4 waits) ~6-9
-   us. Ablations: EVT_POLL_RELAXED (relaxed + fence for every batch),
-   EVT_POLL_ACQUIRE (acquire loads for every batch). */
-EVT_DEV int32_t evt_poll_acquire(int32_t *p) { return evt_load_acquire(p); }
-EVT_DEV int32_t evt_poll_relaxed(int32_t *p) { return evt_load_relaxed(p); }
-#if defined(EVT_POLL_RELAXED)
-#define EVT_POLL_ACQUIRE_MAX 0
-#elif defined(EVT_POLL_ACQUIRE)
-#define EVT_POLL_ACQUIRE_MAX 8
+#ifdef EVT_POLL_RELAXED
+/* ablation: relaxed polls and one acquire fence after a task's last wait:
+   slower (chain handoff 2.90 vs 2.55 us per edge, bench/RESULTS.md) */
+EVT_DEV int32_t evt_poll_load(int32_t *p) { return evt_load_relaxed(p); }
+EVT_DEV void evt_waits_acquire(void) { evt_acquire_fence(); }
 #else
-#define EVT_POLL_ACQUIRE_MAX 1 /* batches of at most this many waits poll with acquire loads */
+/* every poll is an acquire load (a batch's loads are still issued
+   together); no fence after the waits */
+EVT_DEV int32_t evt_poll_load(int32_t *p) { return evt_load_acquire(p); }
+EVT_DEV void evt_waits_acquire(void) { }
 #endif
 EVT_DEV void evt_fence(void) { __threadfence(); }
 EVT_DEV uint64_t evt_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
@@ -128,10 +123,9 @@ EVT_DEV void evt_notify_fence(void) { }
 EVT_DEV void evt_red_notify(int32_t *p, int32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELEASE); }
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 EVT_DEV void evt_acquire_fence(void) { }
-/* CPU: acquire polls always (what ThreadSanitizer models), no fence after them */
-EVT_DEV int32_t evt_poll_acquire(int32_t *p) { return evt_load_acquire(p); }
-EVT_DEV int32_t evt_poll_relaxed(int32_t *p) { return evt_load_acquire(p); }
-#define EVT_POLL_ACQUIRE_MAX 8
+/* CPU: acquire polls (what ThreadSanitizer models), no fence after them */
+EVT_DEV int32_t evt_poll_load(int32_t *p) { return evt_load_acquire(p); }
+EVT_DEV void evt_waits_acquire(void) { }
 #if defined(__SANITIZE_THREAD__)
 /* ThreadSanitizer does not model standalone fences: a seq_cst read-modify-
    write of one shared word orders the same stores and is what it sees */
@@ -215,7 +209,8 @@ EVT_DEV void evt_chaos(const evt_ctx *C, evt_worker *W)
 
 /* A task's waits, collected by the generated dispatch (leader only): the
  * element indices are computed first and the counters of a batch loaded
- * together (see the polls above). */
+ * together (acquire loads; EVT_POLL_RELAXED: relaxed loads and one acquire
+ * fence after the last batch, the slower ablation). */
 #define EVT_WAIT_BATCH 8
 typedef struct evt_waits {
     int64_t elem[EVT_WAIT_BATCH];
@@ -223,57 +218,46 @@ typedef struct evt_waits {
     int32_t n;
 } evt_waits;
 
-/* Polls the elements of mask `pending`, all loads in flight together, and
- * returns those still below target. */
-EVT_DEV uint32_t evt_poll_batch(const evt_ctx *C, const evt_waits *ws, uint32_t pending, int acquire,
-                                const int32_t *target, int32_t *v)
+/* Spins on one element (linear, absolute counter index) until it reaches
+ * target; returns 1 if the launch was aborted or the watchdog fired. A value
+ * above target only comes from a wrong count: reported at the end. */
+EVT_PROTO int evt_wait_spin(const evt_ctx *C, evt_worker *W, int call, int event, int64_t elem, int32_t target)
 {
-    EVT_UNROLL
-    for (int i = 0; i < EVT_WAIT_BATCH; i++)
-        if (pending >> i & 1) v[i] = acquire ? evt_poll_acquire(&C->counters[ws->elem[i]]) : evt_poll_relaxed(&C->counters[ws->elem[i]]);
-    EVT_UNROLL
-    for (int i = 0; i < EVT_WAIT_BATCH; i++)
-        if ((pending >> i & 1) && v[i] >= target[i]) pending &= ~(1u << i);
-    return pending;
+    int32_t *cnt = &C->counters[elem];
+    uint64_t start = evt_now_ns();
+    uint32_t backoff = 32;
+    for (uint32_t spin = 0;; spin++) {
+        int32_t v = evt_poll_load(cnt);
+        if (v >= target) return 0;
+        if (evt_aborted(C)) return 1;
+        if (spin < 64) continue; /* hot polls first: most handoffs are short */
+        evt_pause(backoff);
+        if (backoff < 256) backoff *= 2; /* GPU: a 1024 ns cap added ~0.4 us per handoff */
+        if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
+            evt_raise(C, EVT_KERR_WAIT_TIMEOUT, W->id, call, event, W->task, elem, v, target);
+            return 1;
+        }
+    }
 }
 
-/* Waits for every element of the batch, then empties it; the task's reads
- * after it are ordered after the producers' writes. Every round polls all
- * the incomplete elements at once; hot rounds first (most handoffs are
- * short), then a bounded backoff; the abort flag and the watchdog are read
- * every 16 rounds. A value above target only comes from a wrong count: it is
- * reported at the end of the launch. Returns 1 if the launch was aborted or
- * the watchdog fired. */
+/* Waits for every element of the batch (all loads issued first), then
+ * empties it; the task's reads after it are ordered after the producers'
+ * writes. Returns 1 if the launch was aborted. */
 EVT_PROTO int evt_wait_flush(const evt_ctx *C, evt_worker *W, int call, evt_waits *ws)
 {
     int n = ws->n;
     ws->n = 0;
-    if (C->mode == EVT_MODE_KBK || n == 0) return 0; /* the kernel boundary ordered it */
-    int acquire = n <= EVT_POLL_ACQUIRE_MAX;
+    if (C->mode == EVT_MODE_KBK) return 0; /* the kernel boundary ordered it */
     int32_t v[EVT_WAIT_BATCH], target[EVT_WAIT_BATCH];
     EVT_UNROLL
     for (int i = 0; i < EVT_WAIT_BATCH; i++)
         if (i < n) target[i] = EVT_RO(C->target[ws->elem[i]]);
-    uint32_t pending = evt_poll_batch(C, ws, (1u << n) - 1, acquire, target, v);
-    if (pending) {
-        uint64_t start = evt_now_ns();
-        uint32_t backoff = 32;
-        for (uint32_t spin = 1; (pending = evt_poll_batch(C, ws, pending, acquire, target, v)); spin++) {
-            if ((spin & 15) == 0) {
-                if (evt_aborted(C)) return 1;
-                if (evt_now_ns() - start > C->timeout_ns) {
-                    int i = 0;
-                    while (!(pending >> i & 1)) i++;
-                    evt_raise(C, EVT_KERR_WAIT_TIMEOUT, W->id, call, ws->event[i], W->task, ws->elem[i], v[i], target[i]);
-                    return 1;
-                }
-            }
-            if (spin < 64) continue;
-            evt_pause(backoff);
-            if (backoff < 256) backoff *= 2; /* GPU: a 1024 ns cap added ~0.4 us per handoff */
-        }
-    }
-    if (!acquire) evt_acquire_fence();
+    EVT_UNROLL
+    for (int i = 0; i < EVT_WAIT_BATCH; i++)
+        if (i < n) v[i] = evt_poll_load(&C->counters[ws->elem[i]]);
+    for (int i = 0; i < n; i++)
+        if (v[i] < target[i] && evt_wait_spin(C, W, call, ws->event[i], ws->elem[i], target[i])) return 1;
+    evt_waits_acquire();
     return 0;
 }
 

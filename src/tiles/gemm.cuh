@@ -4,7 +4,7 @@
  *   columns, so B rows are read coalesced and A is broadcast), accumulating
  *   in order of k as the C reference does (FMA: compared by relative error).
  *   A and B may be produced in the same launch: plain loads only.
- * gemm_f32_prefetch_cuda (warp 0): before the task's waits, pulls B's column tile
+ * gemm_f32_prefetch_cuda (the leader): before the task's waits, pulls B's column tile
  *   into L2 (prefetch.global.L2, one request per 128-byte line). */
 #ifndef EVT_TILE_GEMM_CUH
 #define EVT_TILE_GEMM_CUH
@@ -32,7 +32,7 @@ __device__ __forceinline__ void gemm_f32_prefetch_cuda(const evt_task_args *a)
     int64_t n0 = a->coord[1] * tn, n1 = n0 + tn < N ? n0 + tn : N;
     if (n0 >= N) return;
     int64_t lines = (n1 - n0 + 31) / 32; /* 32 floats = 128 bytes */
-    for (int64_t e = threadIdx.x & 31; e < K * lines; e += 32) { /* warp 0 runs the hook */
+    for (int64_t e = 0; e < K * lines; e++) { /* the leader alone runs the hook */
         int64_t k = e / lines, l = e % lines;
         const float *p = B + k * N + n0 + l * 32;
         asm volatile("prefetch.global.L2 [%0];" ::"l"(p));

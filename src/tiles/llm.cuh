@@ -20,7 +20,7 @@
  *       it), the row scales rsqrt(mean(x^2) + eps) computed by the block
  *       (evt_llm_rms_scales) while the last warps finish, applied in the
  *       epilogue.
- *   *_prefetch_cuda: run by warp 0 before the leader's waits (lane 0 issues):
+ *   *_prefetch_cuda: run by the worker's leader alone before its waits:
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
  *       bytes of) the task's weight rows, one contiguous range of W.
  *   -DEVT_LLM_TMA=1: linear / linear_res / mlp_up stream their weights into
@@ -529,7 +529,7 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     }
 }
 
-/* Called by one thread (lane 0 of warp 0, before the leader's waits). */
+/* Called by one thread (the worker's leader, before its waits). */
 __device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t N, int64_t K, int64_t nb, int64_t T)
 {
     int64_t n0, n1;
@@ -557,9 +557,9 @@ __device__ __noinline__ void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<
 __device__ __noinline__ void rms_linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, true>(a); }
 __device__ __noinline__ void rms_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, true>(a); }
 
-/* Prefetch hooks (warp 0, before the leader's waits): the stream's first
-   stages into shared memory, or (tasks the stream does not take) an L2
-   prefetch of the rows. */
+/* Prefetch hooks (the leader, before its waits): the stream's first stages
+   into shared memory, or (tasks the stream does not take) an L2 prefetch of
+   the rows. */
 __device__ void linear_prefetch_cuda(const evt_task_args *a)
 {
     if (evt_llm_stream_ok<0>(a)) { evt_llm_stream_prefetch<0>(a); return; }

@@ -164,33 +164,37 @@ __device__ __forceinline__ void evt_llm_plan_of(const evt_task_args *a, int nw, 
     p->nst = p->n1 > p->n0 ? (int32_t)(((p->n1 - p->n0 + 15) / 16) * p->nkb) : 0;
 }
 
-/* Warp 0 (all lanes): issues stage s of plan p as sequence number seq. */
+/* The calling lanes of warp 0 (all 32 in the tile, the leader alone in the
+ * prefetch hook): issue stage s of plan p as sequence number seq. */
 __device__ __forceinline__ void evt_llm_issue(const evt_llm_plan *p, int32_t s, uint32_t seq)
 {
     evt_llm_pipe_state *P = &evt_llm_pipe;
-    int lane = threadIdx.x & 31;
+    unsigned m = __activemask();
+    int lane = __popc(m & ((1u << (threadIdx.x & 31)) - 1)), nl = __popc(m); /* rank among the callers */
     uint32_t slot = seq % EVT_LLM_RING_SLOTS;
     if (seq >= EVT_LLM_RING_SLOTS) evt_llm_mbar_wait(&P->empty[slot], (seq / EVT_LLM_RING_SLOTS - 1) & 1);
     int64_t r0 = p->n0 + (s / p->nkb) * 16, k0 = (s % p->nkb) * p->kc;
     int nr = (int)(p->n1 - r0 < 16 ? p->n1 - r0 : 16);
     uint32_t kb = (uint32_t)((p->K - k0 < p->kc ? p->K - k0 : p->kc) * 2);
     if (lane == 0) evt_llm_mbar_expect(&P->full[slot], kb * nr * p->nw);
-    __syncwarp();
+    __syncwarp(m);
     unsigned char *base = evt_dyn_smem + slot * EVT_LLM_SLOT_BYTES;
-    for (int i = lane; i < nr * p->nw; i += 32) {
+    for (int i = lane; i < nr * p->nw; i += nl) {
         int w = i / nr, r = i % nr;
         evt_llm_bulk_copy(base + (w * 16 + r) * p->pitch, p->w[w] + ((r0 + r) * p->K + k0) * 2, kb, &P->full[slot]);
     }
 }
 
-/* Warp 0 (all lanes): makes the ring hold plan p's stages, issuing up to a
- * full ring of them. Called by the prefetch hook and by the tile. */
+/* The calling lanes of warp 0: make the ring hold plan p's stages, issuing
+ * up to a full ring of them. Called by the prefetch hook (the leader) and by
+ * the tile (warp 0). */
 __device__ __forceinline__ void evt_llm_stream_begin(const evt_llm_plan *p)
 {
     evt_llm_pipe_state *P = &evt_llm_pipe;
-    int lane = threadIdx.x & 31;
+    unsigned m = __activemask();
+    int lane = __popc(m & ((1u << (threadIdx.x & 31)) - 1));
     if (!(P->tag == p->w[0] && P->tag_n0 == p->n0)) {
-        __syncwarp();
+        __syncwarp(m);
         if (lane == 0) {
             if (P->tag) evt_llm_drain();
             P->tag = p->w[0];
@@ -198,13 +202,13 @@ __device__ __forceinline__ void evt_llm_stream_begin(const evt_llm_plan *p)
             P->seq0 = P->issued;
             P->next = 0;
         }
-        __syncwarp();
+        __syncwarp(m);
     }
     while (P->next < p->nst && P->issued - P->consumed < EVT_LLM_RING_SLOTS) {
         evt_llm_issue(p, P->next, P->issued);
-        __syncwarp();
+        __syncwarp(m);
         if (lane == 0) { P->next++; P->issued++; }
-        __syncwarp();
+        __syncwarp(m);
     }
 }
 
@@ -318,7 +322,7 @@ __device__ __forceinline__ bool evt_llm_stream_ok(const evt_task_args *a)
     return EVT_LLM_TMA && !(K & 31) && !(al & 15) && blockDim.x == 256 && B <= maxb && B >= 1;
 }
 
-/* Prefetch hook body (warp 0): the task's first stages start landing. */
+/* Prefetch hook body (the leader): the task's first stages start landing. */
 template <int MODE>
 __device__ __forceinline__ void evt_llm_stream_prefetch(const evt_task_args *a)
 {
