@@ -28,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 7
+#define EVT_ABI_VERSION 8
 
 /* KBK: one launch per call (kernel by kernel): waits and notifies are no-ops,
  * the kernel boundary orders the calls. HYBRID: workers [0, nstatic) run

@@ -248,7 +248,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     evt_pr(o, ") return; /* guard: outside the bound shape */\n");
     evt_pr(o, "    int64_t task = ");
     linear_task(o, c, t);
-    evt_pr(o, ";\n    if (EVT_LEADER) {\n        W->task = task;\n        W->skip = 0;\n");
+    evt_pr(o, ";\n    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        W->task = task;\n        W->skip = 0;\n");
     /* the task's arguments, built once by the leader in the worker's
        (shared) state; every thread reads them after the barrier */
     emit_args(o, c, "W->args", t);
@@ -364,7 +364,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         close_fors(o, e, "        ");
         evt_pr(o, "      }\n");
     }
-    evt_pr(o, "    }\n}\n\n");
+    evt_pr(o, "        evt_trace_notified(C, task);\n    }\n}\n\n");
 }
 
 /* One function per distinct call body; calls[i] -> template tpl[i] and its

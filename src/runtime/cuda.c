@@ -459,9 +459,9 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     C.trace_worker = NULL;
     C.tile_fns = NULL;
     if (o->trace_path) {
-        if ((st = buf_ensure(&rt->trace, (2 * nt + 2) * sizeof(uint64_t), NULL, d))) return st;
+        if ((st = buf_ensure(&rt->trace, (4 * nt + 4) * sizeof(uint64_t), NULL, d))) return st; /* taken, started, ended, notified */
         if ((st = buf_ensure(&rt->trace_worker, (nt + 1) * sizeof(int32_t), NULL, d))) return st;
-        CK(evt_cuda_g.cu.MemsetD8(rt->trace.p, 0, (2 * nt + 2) * sizeof(uint64_t)));
+        CK(evt_cuda_g.cu.MemsetD8(rt->trace.p, 0, (4 * nt + 4) * sizeof(uint64_t)));
         CK(evt_cuda_g.cu.MemsetD8(rt->trace_worker.p, 0, (nt + 1) * sizeof(int32_t)));
         C.trace = (uint64_t *)(uintptr_t)rt->trace.p;
         C.trace_worker = (int32_t *)(uintptr_t)rt->trace_worker.p;
@@ -577,10 +577,10 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
     }
     if (o->trace_path) {
         int64_t nt = b->s.ntasks;
-        uint64_t *ts = malloc((2 * nt + 2) * sizeof(uint64_t));
+        uint64_t *ts = malloc((4 * nt + 4) * sizeof(uint64_t));
         int32_t *tw = malloc((nt + 1) * sizeof(int32_t));
         if (!ts || !tw) { free(ts); free(tw); return EVT_ERR_NOMEM; }
-        CUresult r = evt_cuda_g.cu.MemcpyDtoH(ts, rt->trace.p, 2 * nt * sizeof(uint64_t));
+        CUresult r = evt_cuda_g.cu.MemcpyDtoH(ts, rt->trace.p, 4 * nt * sizeof(uint64_t));
         if (!r) r = evt_cuda_g.cu.MemcpyDtoH(tw, rt->trace_worker.p, nt * sizeof(int32_t));
         if (r) st = evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s downloading the trace", evt_cu_name(r));
         else st = evt_trace_write(o->trace_path, b, ts, tw, "cuda", d);
