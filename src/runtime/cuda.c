@@ -98,6 +98,17 @@ static evt_status cuda_build(evt_module *m, evt_variant *v, evt_diag *d)
             st = evt_diag_error(d, EVT_ERR_COMPILE, (evt_loc){0, 0}, "nvcc failed on generated code (kept in %s):\n%s", src, msg);
         return st; /* keep the directory for inspection */
     }
+    const char *keep = getenv("EVT_NVCC_LOG"); /* e.g. with EVT_NVCCFLAGS="-Xptxas -v": registers and spills */
+    if (keep && *keep) {
+        FILE *in = fopen(log, "r"), *out = fopen(keep, "a");
+        if (!in || !out) st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot append nvcc's output to %s", keep);
+        char buf[4096];
+        size_t n;
+        while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+        if (in) fclose(in);
+        if (out && fclose(out) && !st) st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "error writing %s", keep);
+        if (st) { rm_tmp(dir); return st; }
+    }
     FILE *f = fopen(bin, "rb");
     if (!f) { rm_tmp(dir); return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot read %s", bin); }
     fseek(f, 0, SEEK_END);

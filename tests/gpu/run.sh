@@ -19,6 +19,7 @@
 # 9. the decode tiles against their C references (bench/tiles/tilebench at
 #    qwen3-0.6b and -8b shapes, B = 1 and 8), with the register weight path
 #    and the TMA ring (-DEVT_LLM_TMA=1)
+# 10. no tile function of a decode megakernel spills registers (ptxas -v)
 # Prints PASS/FAIL per check and a final "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -163,6 +164,23 @@ for flags in "" "-DEVT_LLM_TMA=1"; do
         bad "tilebench ${flags:-default} build"
     fi
 done
+
+say "== register spills in the tiles of a decode megakernel"
+# a spilling GEMV once cost 33% per token and only a benchmark showed it:
+# build the tiny Qwen3 step with ptxas -v and fail on any <op>_cuda function
+# that spills
+rm -f "$LOG/ptxas_decode.txt"
+if EVT_CACHE_DIR=$ART/kc-spills EVT_NVCCFLAGS="-Xptxas -v" EVT_NVCC_LOG="$LOG/ptxas_decode.txt" \
+       build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 16 --steps 1 --backend cuda >> "$MAIN" 2>&1; then
+    spills=$(awk '/Function properties for/ { fn = $NF; next }
+                  /bytes spill stores/ && fn ~ /_cuda/ { split($0, a, ","); if (a[2] + 0 > 0) print fn ": " a[2] + 0 " bytes"; fn = "" }' \
+             "$LOG/ptxas_decode.txt")
+    nfn=$(grep -c "bytes spill stores" "$LOG/ptxas_decode.txt")
+    if [ -z "$spills" ] && [ "$nfn" -gt 0 ]; then ok "no tile spills registers in the decode kernel ($nfn functions)"
+    else bad "tile functions spill registers: $spills (or no ptxas report: $nfn functions)"; fi
+else
+    bad "decode kernel build with ptxas -v"
+fi
 
 rm -rf "$ART"
 say "$PASS passed, $FAIL failed"
