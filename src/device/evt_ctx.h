@@ -35,6 +35,11 @@
  * static queues, the others the ready queue (calls marked `policy dynamic`). */
 enum { EVT_MODE_STATIC = 0, EVT_MODE_DYNAMIC = 1, EVT_MODE_KBK = 2, EVT_MODE_HYBRID = 3 };
 
+/* Trace timestamps per task (evt_ctx.trace[task * EVT_TRACE_STAMPS + k]):
+ * the leader took the task, its waits were done, its tile ended, its
+ * notifies were issued. */
+enum { EVT_TRACE_TAKEN, EVT_TRACE_STARTED, EVT_TRACE_ENDED, EVT_TRACE_NOTIFIED, EVT_TRACE_STAMPS };
+
 /* Error kinds written to evt_error.kind by the kernel. */
 enum {
     EVT_KERR_NONE = 0,
@@ -113,7 +118,7 @@ typedef struct evt_ctx {
     int32_t *abort_flag;
     evt_error *err;
     uint64_t timeout_ns;
-    uint64_t *trace;             /* NULL or [ntasks*2] start,end ns */
+    uint64_t *trace;             /* NULL or [ntasks * EVT_TRACE_STAMPS] ns */
     int32_t *trace_worker;       /* NULL or [ntasks] */
     uint32_t chaos;              /* 0 off; else seed for random delays */
     uint32_t chaos_max_ns;

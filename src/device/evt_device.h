@@ -445,25 +445,18 @@ EVT_PROTO int64_t evt_trigger_owner(const evt_tensor_ref *indptr, int64_t nrange
     return lo;
 }
 
-/* Trace: four timestamps per task (C->trace[4 * task + k]): 0 the leader
- * took the task (before its waits), 1 the waits were done (the tile starts),
- * 2 the tile ended, 3 its notifies were issued. */
-#define EVT_TRACE_STAMPS 4
-EVT_DEV void evt_trace_taken(const evt_ctx *C, int64_t task)
+/* Trace: the task's timestamps (EVT_TRACE_*, evt_ctx.h), leader only. */
+EVT_DEV void evt_trace_stamp(const evt_ctx *C, int64_t task, int which)
 {
-    if (C->trace && EVT_LEADER) C->trace[task * 4] = evt_now_ns();
+    if (C->trace && EVT_LEADER) C->trace[task * EVT_TRACE_STAMPS + which] = evt_now_ns();
 }
+EVT_DEV void evt_trace_taken(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_TAKEN); }
 EVT_DEV void evt_trace_start(const evt_ctx *C, evt_worker *W, int64_t task)
 {
-    if (C->trace && EVT_LEADER) { C->trace[task * 4 + 1] = evt_now_ns(); C->trace_worker[task] = W->id; }
+    evt_trace_stamp(C, task, EVT_TRACE_STARTED);
+    if (C->trace && EVT_LEADER) C->trace_worker[task] = W->id;
 }
-EVT_DEV void evt_trace_end(const evt_ctx *C, int64_t task)
-{
-    if (C->trace && EVT_LEADER) C->trace[task * 4 + 2] = evt_now_ns();
-}
-EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task)
-{
-    if (C->trace && EVT_LEADER) C->trace[task * 4 + 3] = evt_now_ns();
-}
+EVT_DEV void evt_trace_end(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_ENDED); }
+EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_NOTIFIED); }
 
 #endif

@@ -200,7 +200,7 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
     C.pop_batch = o->pop_batch > 0 ? o->pop_batch : 1;
     C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
     if (o->trace_path) {
-        trace = calloc(4 * nt + 4, sizeof(uint64_t)); /* taken, started, ended, notified per task */
+        trace = calloc((nt + 1) * EVT_TRACE_STAMPS, sizeof(uint64_t));
         trace_worker = calloc(nt + 1, sizeof(int32_t));
         C.trace = trace;
         C.trace_worker = trace_worker;

@@ -143,7 +143,7 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
         evt_cuda_g.cu.ModuleUnload(mod);
         return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_call_kernel (%s): rebuild it", evt_cu_name(r));
     }
-    /* the dynamic shared memory the tiles need (llm.cuh's weight ring) */
+    /* the dynamic shared memory the tiles need (evt_emit_cuda exports it) */
     unsigned dyn = 0;
     CUdeviceptr gp;
     size_t gsz = 0;
@@ -157,7 +157,7 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
         evt_cuda_g.cu.ModuleUnload(mod);
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
                               "the kernel needs %u bytes of dynamic shared memory per block, more than %s allows (%s): "
-                              "build with a smaller -DEVT_LLM_RING_SLOTS", dyn, evt_cuda_g.name, evt_cu_name(r));
+                              "lower the tiles' need (EVT_TILES_DYN_SMEM, an operator's smem_bytes)", dyn, evt_cuda_g.name, evt_cu_name(r));
     }
     v->handle = mod;
     v->entry = fn;
@@ -470,9 +470,9 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     C.trace_worker = NULL;
     C.tile_fns = NULL;
     if (o->trace_path) {
-        if ((st = buf_ensure(&rt->trace, (4 * nt + 4) * sizeof(uint64_t), NULL, d))) return st; /* taken, started, ended, notified */
+        if ((st = buf_ensure(&rt->trace, (nt + 1) * EVT_TRACE_STAMPS * sizeof(uint64_t), NULL, d))) return st;
         if ((st = buf_ensure(&rt->trace_worker, (nt + 1) * sizeof(int32_t), NULL, d))) return st;
-        CK(evt_cuda_g.cu.MemsetD8(rt->trace.p, 0, (4 * nt + 4) * sizeof(uint64_t)));
+        CK(evt_cuda_g.cu.MemsetD8(rt->trace.p, 0, (nt + 1) * EVT_TRACE_STAMPS * sizeof(uint64_t)));
         CK(evt_cuda_g.cu.MemsetD8(rt->trace_worker.p, 0, (nt + 1) * sizeof(int32_t)));
         C.trace = (uint64_t *)(uintptr_t)rt->trace.p;
         C.trace_worker = (int32_t *)(uintptr_t)rt->trace_worker.p;
@@ -588,10 +588,10 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
     }
     if (o->trace_path) {
         int64_t nt = b->s.ntasks;
-        uint64_t *ts = malloc((4 * nt + 4) * sizeof(uint64_t));
+        uint64_t *ts = malloc((nt + 1) * EVT_TRACE_STAMPS * sizeof(uint64_t));
         int32_t *tw = malloc((nt + 1) * sizeof(int32_t));
         if (!ts || !tw) { free(ts); free(tw); return EVT_ERR_NOMEM; }
-        CUresult r = evt_cuda_g.cu.MemcpyDtoH(ts, rt->trace.p, 4 * nt * sizeof(uint64_t));
+        CUresult r = evt_cuda_g.cu.MemcpyDtoH(ts, rt->trace.p, nt * EVT_TRACE_STAMPS * sizeof(uint64_t));
         if (!r) r = evt_cuda_g.cu.MemcpyDtoH(tw, rt->trace_worker.p, nt * sizeof(int32_t));
         if (r) st = evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s downloading the trace", evt_cu_name(r));
         else st = evt_trace_write(o->trace_path, b, ts, tw, "cuda", d);

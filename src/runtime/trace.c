@@ -1,8 +1,8 @@
 /* trace.c — per-task timestamps to Chrome trace JSON ("X" complete events,
  * one row per worker), viewable in Perfetto (ui.perfetto.dev) or
  * chrome://tracing. Tasks that did not run (guarded out) are omitted.
- * ts holds four timestamps per task (taken, started, ended, notified:
- * evt_device.h); a box spans started..ended, args.wait_us is started -
+ * ts holds EVT_TRACE_STAMPS timestamps per task (taken, started, ended,
+ * notified: evt_ctx.h); a box spans started..ended, args.wait_us is started -
  * taken (the task's dispatch and waits) and args.notify_us notified - ended
  * (its release fence and notifies; 0 for a task without notifies). */
 #include <stdio.h>
@@ -16,7 +16,8 @@ evt_status evt_trace_write(const char *path, const evt_bound *b, const uint64_t 
     if (!f) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot write trace %s", path);
     uint64_t t0 = UINT64_MAX;
     for (int64_t t = 0; t < b->s.ntasks; t++)
-        if (ts[4 * t + 1] && ts[4 * t + 1] < t0) t0 = ts[4 * t + 1];
+        if (ts[t * EVT_TRACE_STAMPS + EVT_TRACE_STARTED] && ts[t * EVT_TRACE_STAMPS + EVT_TRACE_STARTED] < t0)
+            t0 = ts[t * EVT_TRACE_STAMPS + EVT_TRACE_STARTED];
     fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"backend\": \"%s\", \"schedule\": \"%s\", \"workers\": %d},\n"
                " \"traceEvents\": [\n", label, evt_sched_name(b->sched), b->nworkers);
     int first = 1;
@@ -27,7 +28,8 @@ evt_status evt_trace_write(const char *path, const evt_bound *b, const uint64_t 
     }
     const evt_graph *g = b->s.p->g;
     for (int64_t t = 0; t < b->s.ntasks; t++) {
-        uint64_t taken = ts[4 * t], start = ts[4 * t + 1], end = ts[4 * t + 2], notified = ts[4 * t + 3];
+        const uint64_t *s = ts + t * EVT_TRACE_STAMPS;
+        uint64_t taken = s[EVT_TRACE_TAKEN], start = s[EVT_TRACE_STARTED], end = s[EVT_TRACE_ENDED], notified = s[EVT_TRACE_NOTIFIED];
         if (!start || !end) continue;
         char name[160];
         evt_task_name(&b->s, t, name, sizeof name);

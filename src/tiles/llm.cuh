@@ -558,42 +558,20 @@ __device__ __noinline__ void rms_linear_cuda(const evt_task_args *a) { evt_llm_g
 __device__ __noinline__ void rms_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, true>(a); }
 
 /* Prefetch hooks (the leader, before its waits): the stream's first stages
-   into shared memory, or (tasks the stream does not take) an L2 prefetch of
-   the rows. */
-__device__ void linear_prefetch_cuda(const evt_task_args *a)
+   into shared memory, or (tasks the stream does not take, and the fused-norm
+   tiles) an L2 prefetch of the rows of the weights, t[1] (and t[2]). */
+template <int MODE, bool NORM>
+__device__ __forceinline__ void evt_llm_prefetch(const evt_task_args *a)
 {
-    if (evt_llm_stream_ok<0>(a)) { evt_llm_stream_prefetch<0>(a); return; }
-    if ((threadIdx.x & 31) == 0)
-        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
+    if (!NORM && evt_llm_stream_prefetch<MODE>(a)) return;
+    for (int w = 1; w <= (MODE == 2 ? 2 : 1); w++)
+        evt_llm_prefetch_rows((const evt_bf16 *)a->t[w].ptr, a->t[w].dim[0], a->t[w].dim[1], a->coord[0], a->iarg[0]);
 }
-__device__ void linear_res_prefetch_cuda(const evt_task_args *a)
-{
-    if (evt_llm_stream_ok<1>(a)) { evt_llm_stream_prefetch<1>(a); return; }
-    if ((threadIdx.x & 31) == 0)
-        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
-}
-__device__ void mlp_up_prefetch_cuda(const evt_task_args *a)
-{
-    if (evt_llm_stream_ok<2>(a)) { evt_llm_stream_prefetch<2>(a); return; }
-    if ((threadIdx.x & 31) == 0) {
-        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
-        evt_llm_prefetch_rows((const evt_bf16 *)a->t[2].ptr, a->t[2].dim[0], a->t[2].dim[1], a->coord[0], a->iarg[0]);
-    }
-}
-
-/* the fused-norm tiles: their weights are t[1] (and t[2]), as above */
-__device__ void rms_linear_prefetch_cuda(const evt_task_args *a)
-{
-    if ((threadIdx.x & 31) == 0)
-        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
-}
-__device__ void rms_mlp_up_prefetch_cuda(const evt_task_args *a)
-{
-    if ((threadIdx.x & 31) == 0) {
-        evt_llm_prefetch_rows((const evt_bf16 *)a->t[1].ptr, a->t[1].dim[0], a->t[1].dim[1], a->coord[0], a->iarg[0]);
-        evt_llm_prefetch_rows((const evt_bf16 *)a->t[2].ptr, a->t[2].dim[0], a->t[2].dim[1], a->coord[0], a->iarg[0]);
-    }
-}
+__device__ void linear_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<0, false>(a); }
+__device__ void linear_res_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<1, false>(a); }
+__device__ void mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<2, false>(a); }
+__device__ void rms_linear_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<0, true>(a); }
+__device__ void rms_mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<2, true>(a); }
 
 #if EVT_LLM_TMA /* worker start and exit (the generated kernel calls these): the ring's barriers */
 #define EVT_TILES_WORKER_BEGIN() evt_llm_worker_begin()

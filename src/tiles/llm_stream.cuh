@@ -322,14 +322,16 @@ __device__ __forceinline__ bool evt_llm_stream_ok(const evt_task_args *a)
     return EVT_LLM_TMA && !(K & 31) && !(al & 15) && blockDim.x == 256 && B <= maxb && B >= 1;
 }
 
-/* Prefetch hook body (the leader): the task's first stages start landing. */
+/* Prefetch hook body (the leader): the task's first stages start landing.
+ * Returns 0 for a task the stream does not take. */
 template <int MODE>
-__device__ __forceinline__ void evt_llm_stream_prefetch(const evt_task_args *a)
+__device__ __forceinline__ bool evt_llm_stream_prefetch(const evt_task_args *a)
 {
-    if (!evt_llm_stream_ok<MODE>(a)) return;
+    if (!evt_llm_stream_ok<MODE>(a)) return false;
     evt_llm_plan p;
     evt_llm_plan_of(a, MODE == 2 ? 2 : 1, &p);
     if (p.nst) evt_llm_stream_begin(&p);
+    return true;
 }
 
 #endif
