@@ -168,6 +168,13 @@ static void attention(void **state)
                 near(fb(o[h * HD + i]), acc, 1, "attention");
             }
         }
+        /* the grouped merge (one task per kv group) writes the same bits */
+        static uint16_t og[NH * HD];
+        memset(og, 0xff, sizeof og);
+        m.t[1] = ref(og, 2, 1, NH * HD, 1, 1);
+        m.iarg[0] = NH / NKV;
+        for (int g = 0; g < NKV; g++) { m.coord[1] = g; evt_tile_attn_merge_group(&m); }
+        assert_memory_equal(og, o, sizeof o);
         free(part);
     }
 }
@@ -389,7 +396,9 @@ static void config_and_program(void **state)
     assert_null(strstr(text, "for r in [B]"));
     /* attention per kv head (its 2 q heads together), the ready queue under hybrid */
     assert_non_null(strstr(text, "over (b, g, s) in [B, 2, max(1, 132 / (B * 2))] policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
-                                 "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_P[b, g * 2 + f] for f in [2]\n}"));
+                                 "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_P[b, g]\n}"));
+    /* one merge task per (request, kv group) */
+    assert_non_null(strstr(text, "attn_merge_group(l0_part, l0_o, 2) over (b, g) in [B, 2] {\n    wait e0_P[b, g]\n"));
     free(text);
     o.row_events = 1;
     text = evt_qwen3_program(&c, &o, &d);
@@ -422,7 +431,7 @@ static void config_and_program(void **state)
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));
     assert_non_null(strstr(text, "    wait e1_H[0]\n    notify e1_QKV[0]\n}"));
-    assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * 2 + f] for f in [2]\n}"));
+    assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g]\n}"));
     free(text);
     evt_diag_free(&d);
 }

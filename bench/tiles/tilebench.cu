@@ -252,10 +252,11 @@ struct Shape { const char *name; int64_t H, nh, nkv, hd, I, V; };
 static int g_fail = 0, g_pass = 0;
 static void tally(const Result &r) { if (r.ok) g_pass++; else g_fail++; }
 
+static int64_t g_splits = 4; /* attention splits per (b, head) (--splits; the megakernel uses max(1, 132 / (B * nkv))) */
 static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
 {
     printf("\n== %s layer shapes, B=%lld, ctx %lld ==\n", s.name, (long long)B, (long long)ctx);
-    const int64_t eps = 1000000, theta = 1000000, S = 4, PS = 16, MP = (ctx + 1 + PS - 1) / PS;
+    const int64_t eps = 1000000, theta = 1000000, S = g_splits, PS = 16, MP = (ctx + 1 + PS - 1) / PS;
     int64_t H = s.H, nh = s.nh, nkv = s.nkv, hd = s.hd, I = s.I, V = s.V, nqkv = (nh + 2 * nkv) * hd;
     int64_t T_qkv = pick_tiles(nqkv, 132, nqkv), T_o = pick_tiles(H, 132, H), T_up = pick_tiles(I, 132, I), NC = pick_tiles(V, 132, 256);
     double layer_us = 0, head_us = 0;
@@ -321,7 +322,15 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
         for (int64_t i = 0; i < B * nh * S; i++) ((float *)p->h)[i * (hd + 2) + 1] = urand(0.5f, 2.0f);
         CK(cudaMemcpy(p->d, p->h, p->bytes, cudaMemcpyHostToDevice));
         mk(ts, "o", BF16, {B, nh * hd}, 1, 0, 0);
-        r = run_op<attn_merge_cuda>("attn_merge", evt_tile_attn_merge, ts, {}, {B, nh}, 0, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+        r = run_op<attn_merge_cuda>("attn_merge", evt_tile_attn_merge, ts, {}, {B, nh}, 0, 1e-2); tally(r); free_all(ts);
+    }
+    {   /* the form the decode step uses: one task per (b, kv group) */
+        Ten *p = mk(ts, "part", F32, {B, nh, S, hd + 2}, 0, -1, 1);
+        for (int64_t i = 0; i < B * nh * S; i++) ((float *)p->h)[i * (hd + 2) + 1] = urand(0.5f, 2.0f);
+        CK(cudaMemcpy(p->d, p->h, p->bytes, cudaMemcpyHostToDevice));
+        mk(ts, "o", BF16, {B, nh * hd}, 1, 0, 0);
+        r = run_op<attn_merge_group_cuda>("attn_merge_group", evt_tile_attn_merge_group, ts, {nh / nkv}, {B, nkv}, 0, 1e-2);
+        tally(r); layer_us += r.us; free_all(ts);
     }
     /* o proj */
     a = sqrtf(3.0f / (nh * hd));
@@ -363,6 +372,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-8b")) skip8b = 1;
         else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--copy-only")) copy_only = 1;
+        else if (!strcmp(argv[i], "--splits") && i + 1 < argc) {
+            g_splits = atoll(argv[++i]);
+            if (g_splits < 1) g_splits = 1;
+        }
         else Bs.push_back(atoll(argv[i]));
     }
     if (Bs.empty()) Bs = {1, 8, 64};

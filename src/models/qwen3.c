@@ -5,8 +5,11 @@
  *   qkvproj linear(h, Wqkv) -> qkv  over (nb)      waits H_i[0]        notifies QKV_i[the heads its rows touch]
  *   at     attn_rope_split -> part, cache   over (b, g, s)  waits QKV_i[q heads of kv head g], QKV_i[k, v head g]
  *          (q norm + RoPE of the group's q heads, the new k/v, split-KV
- *          attention reading the cache once per group)  notifies P_i[b, h] of its q heads
- *   am     attn_merge -> o              over (b, h)    waits P_i[b, h]     notifies AT_i[0]
+ *          attention reading the cache once per group)  notifies P_i[b, g]
+ *   am     attn_merge_group -> o        over (b, g)    waits P_i[b, g]     notifies AT_i[0]
+ *          (the splits of the group's q heads: one task and one notify per
+ *          group, not per q head; at batch 64 the per-head merges were
+ *          B * nh tiny tasks on the path to the O projection)
  *   oproj  linear_res(o, Wo, x_i) -> xa over (nb)      waits AT_i[0]       notifies XA_i[0]
  *   n2     rmsnorm(xa) -> h2            over (b)       waits XA_i[0]       notifies H2_i[0]
  *   up     mlp_up(h2, Wg, Wu) -> a      over (nb)      waits H2_i[0]       notifies A_i[0]
@@ -16,7 +19,7 @@
  * two handoffs fewer per layer, but measured 0-5% slower, so an option.)
  * (`split_rope`, an ablation: q_rope over (b, h) and k_rope_append over
  * (b, g) as their own calls, notifying Q_i[b, h] and KV_i[b, g], which
- * attn_split waits on: one more handoff per layer.)
+ * attn_split waits on, notifying P_i[b, h / G]: one more handoff per layer.)
  * Linear calls have one tile per worker (target_tasks, 132) with ragged row
  * ranges, so every SM streams an equal share of each weight matrix.
  * then the final norm, the LM head (tiles of the vocabulary), a per-chunk
@@ -224,7 +227,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (SN) P("event e%lld_H[%s]\n", (long long)l, EV);
         P("event e%lld_QKV[%lld]\n", (long long)l, (long long)(op.qkv_one_counter ? 1 : nh + 2 * nkv));
         if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
-        P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)nh,
+        P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)nkv,
           (long long)l, (long long)l, EV, (long long)l);
         if (SN) P("event e%lld_H2[%s]\n", (long long)l, EV);
     }
@@ -266,16 +269,16 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
               "    %s%s\n    notify e%lld_KV[b, g]\n}\n",
               i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, wk_g, wv_g, i);
             P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %s] policy dynamic {\n"
-              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h]\n}\n",
-              i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i);
+              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h / %lld]\n}\n",
+              i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, %lld, %lld)"
               " over (b, g, s) in [B, %lld, %s] policy dynamic {\n"
-              "    %s%s\n    notify e%lld_P[b, g * %lld + f] for f in [%lld]\n}\n",
-              i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, (long long)G, (long long)G);
+              "    %s%s\n    notify e%lld_P[b, g]\n}\n",
+              i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i);
         }
-        P("call l%lld_am = attn_merge(l%lld_part, l%lld_o) over (b, h) in [B, %lld] {\n    wait e%lld_P[b, h]\n    notify e%lld_AT[0]\n}\n",
-          i, i, i, (long long)nh, i, i);
+        P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld) over (b, g) in [B, %lld] {\n    wait e%lld_P[b, g]\n"
+          "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)G, (long long)nkv, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld] prefetch {\n"
           "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, i, i, AW);
         if (SN) {

@@ -34,6 +34,9 @@
  *       holding position pos[b] computes the new k and v itself and writes
  *       them to the cache, the others read only older positions
  *   attn_merge(part[B, nh, S, hd + 2], o[B, nh * hd])   over (b, h)
+ *       the S splits of head h merged and normalised into o[b, head h]
+ *   attn_merge_group(part, o, G)   over (b, g): attn_merge of heads g*G .. g*G+G-1
+ *       (one task per kv group: G times fewer tasks and notifies)
  *   argmax_part(logits[B, V], pv[B, NC], pi[B, NC])     over (b, c): chunk c = [c*V/NC, (c+1)*V/NC)
  *   argmax_final(pv[B, NC], pi[B, NC], next[B])          over (b): lowest index wins ties
  */
@@ -291,11 +294,12 @@ void evt_tile_attn_rope_split(const evt_task_args *a)
     }
 }
 
-void evt_tile_attn_merge(const evt_task_args *a)
+/* o[b, h] = the splits of part[b, h] merged and normalised. */
+static void merge_head(const evt_task_args *a, int64_t b, int64_t h)
 {
     const float *part = a->t[0].ptr;
     bf16 *o = a->t[1].ptr;
-    int64_t b = a->coord[0], h = a->coord[1], nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
+    int64_t nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
     const float *p = part + (b * nh + h) * S * (hd + 2);
     float M = -INFINITY;
     for (int64_t s = 0; s < S; s++) if (p[s * (hd + 2)] > M) M = p[s * (hd + 2)];
@@ -308,6 +312,14 @@ void evt_tile_attn_merge(const evt_task_args *a)
         for (int64_t i = 0; i < hd; i++) acc[i] += ps[2 + i] * w;
     }
     for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, L > 0 ? acc[i] / L : 0);
+}
+
+void evt_tile_attn_merge(const evt_task_args *a) { merge_head(a, a->coord[0], a->coord[1]); }
+
+void evt_tile_attn_merge_group(const evt_task_args *a)
+{
+    int64_t G = a->iarg[0], nh = a->t[0].dim[1];
+    for (int64_t h = a->coord[1] * G; h < (a->coord[1] + 1) * G && h < nh; h++) merge_head(a, a->coord[0], h);
 }
 
 void evt_tile_argmax_part(const evt_task_args *a)

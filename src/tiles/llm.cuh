@@ -673,7 +673,7 @@ __device__ __noinline__ void k_rope_append_cuda(const evt_task_args *a)
     for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) vc[off + i] = vs[i];
 }
 
-/* attention: attn_split, attn_rope_split, attn_merge */
+/* attention: attn_split, attn_rope_split, attn_merge, attn_merge_group */
 #include "llm_attn.cuh"
 
 /* ----------------------------------------------------------- argmax ---- */

@@ -1,7 +1,7 @@
 /* llm_attn.cuh — decode attention tiles over a paged KV cache (CUDA; the C
  * versions are in llm.c): attn_split (one q head), attn_rope_split (the q
  * heads of one kv head, with their q/k RMSNorm + RoPE and the cache append
- * inside) and attn_merge. Included by llm.cuh, whose helpers (loads, block
+ * inside), attn_merge and attn_merge_group. Included by llm.cuh, whose helpers (loads, block
  * reductions, evt_llm_group_norm_rope, the shared scratch) it uses; see the
  * header of llm.cuh for the method. */
 #ifndef EVT_TILE_LLM_ATTN_CUH
@@ -29,49 +29,122 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 #ifndef EVT_LLM_ATTN_U
 #define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step (loads in flight) */
 #endif
+/* End of a grouped split: each warp's (m, l, o) per head (m is warp-uniform,
+ * the lane groups hold disjoint positions) merged into dst in the natural-log
+ * domain. Uses evt_llm_smem below EVT_LLM_ATTN_QKV_OFF. */
+template <int G>
+__device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], float (&l)[G], float (&o)[G][8], int lpp, float *dst,
+                                                         int64_t dstride)
+{
+    const float LN2 = 0.6931471805599453f;
+    int64_t hd = 8 * lpp;
+    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31, part = lane % lpp;
+    /* the lane groups of a warp share m: sum their l and o */
+    for (int off = lpp; off < 32; off <<= 1) {
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            l[i] += __shfl_xor_sync(0xffffffffu, l[i], off);
+#pragma unroll
+            for (int j = 0; j < 8; j++) o[i][j] += __shfl_xor_sync(0xffffffffu, o[i][j], off);
+        }
+    }
+    float *sm = evt_llm_smem; /* [warp][G][hd + 2], then the warps' weights */
+    if (lane < lpp) {
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            float *sw = sm + (warp * G + i) * (hd + 2);
+            if (lane == 0) { sw[0] = m[i]; sw[1] = l[i]; }
+#pragma unroll
+            for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
+        }
+    }
+    __syncthreads();
+    float *wt = sm + nwarps * G * (hd + 2); /* [G][nwarps + 1]: each warp's weight, then the max */
+    if (threadIdx.x < G) {
+        int i = threadIdx.x;
+        float M = -INFINITY;
+        for (int w = 0; w < nwarps; w++) {
+            const float *sw = sm + (w * G + i) * (hd + 2);
+            if (sw[1] > 0 && sw[0] > M) M = sw[0];
+        }
+        for (int w = 0; w < nwarps; w++) {
+            const float *sw = sm + (w * G + i) * (hd + 2);
+            wt[i * (nwarps + 1) + w] = sw[1] > 0 ? exp2f(sw[0] - M) : 0.f;
+        }
+        wt[i * (nwarps + 1) + nwarps] = M;
+    }
+    __syncthreads();
+    for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) {
+        int64_t i = e / (hd + 2), c = e % (hd + 2);
+        const float *wi = wt + i * (nwarps + 1);
+        float acc = 0;
+        for (int w = 0; w < nwarps; w++) acc += sm[(w * G + i) * (hd + 2) + c] * wi[w];
+        dst[i * dstride + c] = c == 0 ? wi[nwarps] * LN2 : acc;
+    }
+    __syncthreads(); /* the merge area is reused by the next call */
+}
+
 /* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256.
  * G q heads (io.q + i * hd, i < G) share the kv head: each cache position is
  * loaded once and scored against all of them (grouped-query attention).
- * Head i's result goes to dst + i * dstride. */
+ * Head i's result goes to dst + i * dstride.
+ *
+ * Per warp step (ppw * U positions, all their loads in flight): scores in
+ * the log2 domain (q pre-scaled by log2(e) / sqrt(hd)), then one running-max
+ * update per head for the whole step (the step's max over the warp), so a
+ * position costs one exp2 and 8 FMAs of P.V per lane, not two exps and a
+ * rescale; the page-table index is 32-bit (a shift when the page size is a
+ * power of two), not two 64-bit divisions. As its own kernel at qwen3-8b
+ * shapes, B = 64, 4 splits (bench/RESULTS.md): attn_split 244 -> 158 us,
+ * attn_rope_split 244 -> 213 us. Results are stored in the natural-log
+ * domain, as the C reference and attn_merge expect. */
 template <int G>
 __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride)
 {
+    const float LOG2E = 1.4426950408889634f;
     int64_t hd = io.hd;
     int lpp = (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
     int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     int sub = lane / lpp, part = lane % lpp;
-    float scale = 1.0f / sqrtf((float)hd);
+    float qscale = LOG2E / sqrtf((float)hd);
     float qf[G][8], m[G], l[G], o[G][8];
 #pragma unroll
     for (int i = 0; i < G; i++) {
         uint4 qv = *(const uint4 *)(io.q + i * hd + part * 8); /* plain load: global (after the waits) or shared */
         qf[i][0] = evt_llm_lo(qv.x); qf[i][1] = evt_llm_hi(qv.x); qf[i][2] = evt_llm_lo(qv.y); qf[i][3] = evt_llm_hi(qv.y);
         qf[i][4] = evt_llm_lo(qv.z); qf[i][5] = evt_llm_hi(qv.z); qf[i][6] = evt_llm_lo(qv.w); qf[i][7] = evt_llm_hi(qv.w);
+#pragma unroll
+        for (int j = 0; j < 8; j++) qf[i][j] *= qscale;
         m[i] = -INFINITY;
         l[i] = 0;
 #pragma unroll
         for (int j = 0; j < 8; j++) o[i][j] = 0;
     }
-    /* EVT_LLM_ATTN_U positions per lane group per step, all their K and V
-       (and page-table) loads issued before any is used: a step used to be
-       one load round trip per position (latency-bound, ~9 us per task) */
+    /* cache addressing, 32-bit where it can be */
+    const uint32_t ps = (uint32_t)io.PS, psmask = ps - 1;
+    const bool ps_pow2 = (ps & psmask) == 0;
+    const int pssh = __ffs((int)ps) - 1;
+    const int32_t *btb = io.bt + io.b * io.MP;
+    const int64_t rowstride = io.nkv * hd, goff = io.g * hd + part * 8;
+    const uint32_t pnew = io.pnew < 0 ? 0xffffffffu : (uint32_t)io.pnew, hi32 = (uint32_t)hi;
     constexpr int U = EVT_LLM_ATTN_U;
-    int64_t step = (int64_t)nwarps * ppw * U;
-    for (int64_t t0 = lo + (int64_t)warp * ppw * U; t0 < hi; t0 += step) {
+    const uint32_t step = (uint32_t)(nwarps * ppw * U);
+    for (uint32_t t0 = (uint32_t)lo + (uint32_t)(warp * ppw * U); t0 < hi32; t0 += step) {
         uint4 kv[U], vv[U];
         bool ok[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            int64_t t = t0 + u * ppw + sub;
-            ok[u] = t < hi;
+            uint32_t t = t0 + (uint32_t)(u * ppw + sub);
+            ok[u] = t < hi32;
             kv[u] = make_uint4(0, 0, 0, 0);
             vv[u] = kv[u];
             if (ok[u]) {
-                if (t == io.pnew) {
+                if (t == pnew) {
                     kv[u] = *(const uint4 *)(io.knew + part * 8);
                     vv[u] = *(const uint4 *)(io.vnew + part * 8);
                 } else {
-                    int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, io.nkv, hd, io.b, t, io.g) + part * 8;
+                    uint32_t pg = ps_pow2 ? t >> pssh : t / ps, in = ps_pow2 ? t & psmask : t - pg * ps;
+                    int64_t off = ((int64_t)btb[pg] * ps + in) * rowstride + goff;
                     kv[u] = evt_llm_ldx(io.kc + off);
                     vv[u] = evt_llm_ldx(io.vc + off);
                 }
@@ -90,66 +163,35 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
             for (int i = 0; i < G; i++)
 #pragma unroll
                 for (int u = 0; u < U; u++) d[i][u] += __shfl_xor_sync(0xffffffffu, d[i][u], o2);
+        /* the step's max per head over the whole warp (every lane group) */
+        float mn[G];
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            float x = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < U; u++) x = ok[u] && d[i][u] > x ? d[i][u] : x;
+            for (int o2 = lpp; o2 < 32; o2 <<= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o2));
+            mn[i] = fmaxf(m[i], x); /* finite: the step holds at least one valid position */
+            float corr = exp2f(m[i] - mn[i]);
+            l[i] *= corr;
+#pragma unroll
+            for (int j = 0; j < 8; j++) o[i][j] *= corr;
+            m[i] = mn[i];
+        }
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            if (!ok[u]) continue;
             float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
                            evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
 #pragma unroll
             for (int i = 0; i < G; i++) {
-                float sc = d[i][u] * scale;
-                float mn = sc > m[i] ? sc : m[i];
-                float corr = expf(m[i] - mn), p = expf(sc - mn);
-                l[i] = l[i] * corr + p;
+                float p = ok[u] ? exp2f(d[i][u] - m[i]) : 0.f;
+                l[i] += p;
 #pragma unroll
-                for (int j = 0; j < 8; j++) o[i][j] = o[i][j] * corr + p * vf[j];
-                m[i] = mn;
+                for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
             }
         }
     }
-    /* merge the position groups of the warp */
-    for (int off = lpp; off < 32; off <<= 1) {
-#pragma unroll
-        for (int i = 0; i < G; i++) {
-            float m2 = __shfl_xor_sync(0xffffffffu, m[i], off), l2 = __shfl_xor_sync(0xffffffffu, l[i], off);
-            float o2[8];
-#pragma unroll
-            for (int j = 0; j < 8; j++) o2[j] = __shfl_xor_sync(0xffffffffu, o[i][j], off);
-            float M = m[i] > m2 ? m[i] : m2;
-            float w1 = l[i] > 0 ? expf(m[i] - M) : 0.f, w2 = l2 > 0 ? expf(m2 - M) : 0.f;
-            l[i] = l[i] * w1 + l2 * w2;
-#pragma unroll
-            for (int j = 0; j < 8; j++) o[i][j] = o[i][j] * w1 + o2[j] * w2;
-            m[i] = M;
-        }
-    }
-    float *sm = evt_llm_smem; /* [warp][G][hd + 2] */
-    if (lane < lpp) {
-#pragma unroll
-        for (int i = 0; i < G; i++) {
-            float *sw = sm + (warp * G + i) * (hd + 2);
-            if (lane == 0) { sw[0] = m[i]; sw[1] = l[i]; }
-#pragma unroll
-            for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
-        }
-    }
-    __syncthreads();
-    for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) {
-        int64_t i = e / (hd + 2), c = e % (hd + 2);
-        float M = -INFINITY;
-        for (int w = 0; w < nwarps; w++) {
-            const float *sw = sm + (w * G + i) * (hd + 2);
-            if (sw[1] > 0 && sw[0] > M) M = sw[0];
-        }
-        float acc = 0;
-        for (int w = 0; w < nwarps; w++) {
-            const float *sw = sm + (w * G + i) * (hd + 2);
-            if (!(sw[1] > 0)) continue;
-            acc += sw[c] * expf(sw[0] - M);
-        }
-        dst[i * dstride + c] = c == 0 ? M : acc;
-    }
-    __syncthreads(); /* the merge area is reused by the next call */
+    evt_llm_attn_merge_warps<G>(m, l, o, lpp, dst, dstride);
 }
 
 /* Generic path: positions in order, threads over head_dim. */
@@ -187,7 +229,7 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
 {
     int64_t hd = io.hd, lpp = hd / 8;
     bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (blockDim.x & 31) == 0 &&
-                (G == 1 || G == 2 || G == 4) && (int64_t)(blockDim.x >> 5) * G * (hd + 2) <= EVT_LLM_ATTN_QKV_OFF;
+                (G == 1 || G == 2 || G == 4) && (int64_t)(blockDim.x >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF;
     if (lo >= hi) {
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x)
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
@@ -265,25 +307,34 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15));
 }
 
-__device__ __noinline__ void attn_merge_cuda(const evt_task_args *a)
+/* o[b, heads h0 .. h0 + G) = their splits merged and normalised: a thread
+ * per output element, each reading its head's S (max, sum) pairs. */
+__device__ __forceinline__ void evt_llm_merge_heads(const evt_task_args *a, int64_t b, int64_t h0, int64_t G)
 {
     const float *part = (const float *)a->t[0].ptr;
     evt_bf16 *o = (evt_bf16 *)a->t[1].ptr;
-    int64_t b = a->coord[0], h = a->coord[1], nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
-    const float *p = part + (b * nh + h) * S * (hd + 2);
-    float M = -INFINITY, L = 0;
-    for (int64_t s = 0; s < S; s++) if (p[s * (hd + 2)] > M) M = p[s * (hd + 2)];
-    for (int64_t s = 0; s < S; s++)
-        if (p[s * (hd + 2) + 1] != 0) L += p[s * (hd + 2) + 1] * expf(p[s * (hd + 2)] - M);
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
-        float acc = 0;
+    int64_t nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
+    if (h0 + G > nh) G = nh - h0;
+    for (int64_t e = threadIdx.x; e < G * hd; e += blockDim.x) {
+        int64_t h = h0 + e / hd, i = e % hd;
+        const float *p = part + (b * nh + h) * S * (hd + 2);
+        float M = -INFINITY, L = 0, acc = 0;
+        for (int64_t s = 0; s < S; s++) M = fmaxf(M, p[s * (hd + 2)]);
         for (int64_t s = 0; s < S; s++) {
             const float *ps = p + s * (hd + 2);
-            if (ps[1] == 0) continue;
-            acc += ps[2 + i] * expf(ps[0] - M);
+            if (ps[1] == 0) continue; /* empty split */
+            float w = expf(ps[0] - M);
+            L += ps[1] * w;
+            acc += ps[2 + i] * w;
         }
         evt_llm_st(o, b * nh * hd + h * hd + i, L > 0 ? acc / L : 0.f);
     }
+}
+
+__device__ __noinline__ void attn_merge_cuda(const evt_task_args *a) { evt_llm_merge_heads(a, a->coord[0], a->coord[1], 1); }
+__device__ __noinline__ void attn_merge_group_cuda(const evt_task_args *a)
+{
+    evt_llm_merge_heads(a, a->coord[0], a->coord[1] * a->iarg[0], a->iarg[0]);
 }
 
 #endif

@@ -76,6 +76,8 @@ static const evt_tile_decl builtins[] = {
       INT("theta")}, evt_tile_attn_rope_split, "tiles/llm.cuh", 256, 0, 0},
     {"attn_merge", "o[b, h] = merge of the splits of part[b, h]", 2,
      {IN("part", EVT_F32, 4), OUT("o", EVT_BF16, 2)}, evt_tile_attn_merge, "tiles/llm.cuh", 128, 0, 0},
+    {"attn_merge_group", "o[b, heads g*G .. g*G+G) = merge of the splits of part[b, those heads]", 3,
+     {IN("part", EVT_F32, 4), OUT("o", EVT_BF16, 2), INT("G")}, evt_tile_attn_merge_group, "tiles/llm.cuh", 128, 0, 0},
     {"argmax_part", "(max, index) of logits[b, c*V/NC .. (c+1)*V/NC)", 3,
      {IN("logits", EVT_BF16, 2), OUT("pv", EVT_F32, 2), OUT("pi", EVT_I32, 2)},
      evt_tile_argmax_part, "tiles/llm.cuh", 256, 0, 0},

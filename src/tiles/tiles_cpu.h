@@ -27,6 +27,7 @@ void evt_tile_k_rope_append(const evt_task_args *a);
 void evt_tile_attn_split(const evt_task_args *a);
 void evt_tile_attn_rope_split(const evt_task_args *a);
 void evt_tile_attn_merge(const evt_task_args *a);
+void evt_tile_attn_merge_group(const evt_task_args *a);
 void evt_tile_argmax_part(const evt_task_args *a);
 void evt_tile_argmax_final(const evt_task_args *a);
 #endif
