@@ -18,8 +18,9 @@
 # Then the PyTorch peers (bench/peers/torch_qwen3.py; PEERS=none skips them)
 # and the floor: weight bytes per step / cudaMemcpy D2D bandwidth (read +
 # write bytes per second, measured in this run by bench/tiles --copy-only).
-# BUDGET_S: no new run starts after this many seconds (results so far are
-# kept). Writes $OUT/decode_results.md (or /tmp/evt-decode/) and appends it
+# EXTRA: more `evtc decode` arguments for every run (an ablation, e.g.
+# EXTRA=--stream). BUDGET_S: no new run starts after this many seconds
+# (results so far are kept). Writes $OUT/decode_results.md (or /tmp/evt-decode/) and appends it
 # as a new section to bench/RESULTS.md.
 set -u
 cd "$(dirname "$0")/.."
@@ -33,6 +34,8 @@ CTX=${CTX:-512}
 STEPS=${STEPS:-2}
 BUDGET_S=${BUDGET_S:-3000}
 EVT_TIMEOUT=${EVT_TIMEOUT:-300}
+EXTRA=${EXTRA:-}
+TAG=$(echo "$EXTRA" | tr -c 'a-zA-Z0-9\n' _)
 T0=$(date +%s)
 left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 make -j16 build/evtc > "$LOG/decode_build.log" 2>&1 || { echo "build failed"; tail -20 "$LOG/decode_build.log"; exit 1; }
@@ -45,13 +48,13 @@ DEV=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 COPY=$(build/tilebench --copy-only | awk '/^COPY_GBS/ {print $2}')
 MAIN=${SCHEDS%% *}
 ALSO=$(echo "$SCHEDS" | cut -s -d' ' -f2- | tr ' ' ,)
-SEC=$LOG/decode_results.md
+SEC=$LOG/decode_results$TAG.md
 {
     echo "## Qwen3 decode — $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
     echo "Device: $DEV. cudaMemcpy D2D bandwidth (read + write): ${COPY} GB/s. Command: \`bench/decode.sh\`"
-    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS CTX=$CTX STEPS=$STEPS; commit $(git rev-parse --short HEAD 2>/dev/null || echo ?))."
-    echo "One process per row: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched $MAIN${ALSO:+ --also $ALSO}\`;"
+    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS CTX=$CTX STEPS=$STEPS${EXTRA:+ EXTRA=\"$EXTRA\"}; commit $(git rev-parse --short HEAD 2>/dev/null || echo ?))."
+    echo "One process per row: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched $MAIN${ALSO:+ --also $ALSO}${EXTRA:+ $EXTRA}\`;"
     echo "ms/token = 20 back-to-back launches of one decode step, CUDA events, tensors resident on the device."
     echo "kbk = the same tiles, one kernel launch per call; graph = those launches in a CUDA graph (captured once per batch size)."
     echo "Floor: weight bytes per step / copy bandwidth. \"x graph\" = graph time / $MAIN time (above 1: the megakernel is faster)."
@@ -64,9 +67,9 @@ SEC=$LOG/decode_results.md
 for m in $MODELS; do
     for b in $BATCHES; do
         if [ "$(left)" -le 0 ]; then echo "| $m | $b | (time budget spent) |" >> "$SEC"; continue; fi
-        out="$LOG/decode_${m}_b${b}.log"
+        out="$LOG/decode_${m}_b${b}$TAG.log"
         timeout "$EVT_TIMEOUT" build/evtc decode --model "$m" --batch "$b" --ctx "$CTX" --steps "$STEPS" --backend cuda \
-            --sched "$MAIN" ${ALSO:+--also "$ALSO"} > "$out" 2>&1
+            --sched "$MAIN" ${ALSO:+--also "$ALSO"} $EXTRA > "$out" 2>&1
         row="| $m | $b |"
         main_ms=$(grep -o "$MAIN schedule on cuda: [0-9.]* ms/token" "$out" | head -1 | awk '{print $5}')
         graph_ms=""

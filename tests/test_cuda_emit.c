@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "harness.h"
+#include "evt/models.h"
 
 static int have_nvcc(void)
 {
@@ -65,10 +66,84 @@ static void examples_compile_for_cuda(void **state)
     unsetenv("EVT_CACHE_DIR");
 }
 
+/* The weight stream is opt-in (evt_compile_opts.stream_weights): without it
+ * the tiny Qwen3 step's kernel (GEMV calls annotated prefetch) has no
+ * producer warp; with it every such call dispatches to its streamed tile, the producer has a plan
+ * for each, and the kernel compiles. */
+static char *tiny_qwen3_cuda(int stream)
+{
+    evt_diag d;
+    evt_diag_init(&d, "qwen3-tiny");
+    evt_qwen3_config c;
+    assert_int_equal(evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d), EVT_OK);
+    evt_qwen3_opts qo = {.prefetch = 1}; /* the GEMV calls annotated: the stream takes them */
+    char *text = evt_qwen3_program(&c, &qo, &d);
+    assert_non_null(text);
+    evt_graph *g = evt_parse(text, strlen(text), &d);
+    assert_non_null(g);
+    evt_compile_opts co = {.stream_weights = stream};
+    evt_plan *p = NULL;
+    if (evt_compile(g, &co, &p, &d)) fail_msg("%s", d.text);
+    evt_printer pr = {0};
+    assert_int_equal(evt_emit_cuda(p, &pr, &d), EVT_OK);
+    evt_plan_free(p);
+    evt_graph_free(g);
+    free(text);
+    evt_diag_free(&d);
+    return pr.buf;
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *q = s; (q = strstr(q, what)); q += strlen(what)) n++;
+    return n;
+}
+
+static void weight_stream_is_opt_in(void **state)
+{
+    (void)state;
+    char *plain = tiny_qwen3_cuda(0), *streamed = tiny_qwen3_cuda(1);
+    assert_null(strstr(plain, "#define EVT_STREAM 1"));
+    assert_int_equal(count(plain, "_streamed_cuda"), 0);
+    assert_non_null(strstr(streamed, "#define EVT_STREAM 1"));
+    /* qkv, o, up, down per layer and the LM head: each template dispatches
+       to its streamed tile and has a stream plan */
+    assert_true(count(streamed, "linear_streamed_cuda(&W->args)") >= 1);
+    assert_true(count(streamed, "linear_res_streamed_cuda(&W->args)") >= 1);
+    assert_true(count(streamed, "mlp_up_streamed_cuda(&W->args)") >= 1);
+    assert_true(count(streamed, "_stream_cuda(&A") + count(streamed, "_stream_cuda(A") >= 1);
+    free(plain);
+    if (!have_nvcc()) {
+        print_message("nvcc not found: the streamed kernel is not compiled on this machine\n");
+        free(streamed);
+        return;
+    }
+    /* it compiles (the cache is off, so nvcc runs) */
+    setenv("EVT_CACHE_DIR", "off", 1);
+    evt_diag d;
+    evt_diag_init(&d, "qwen3-tiny");
+    evt_qwen3_config c;
+    evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d);
+    evt_qwen3_opts qo = {.prefetch = 1};
+    char *text = evt_qwen3_program(&c, &qo, &d);
+    evt_graph *g = evt_parse(text, strlen(text), &d);
+    evt_compile_opts co = {.stream_weights = 1};
+    evt_module *m = NULL;
+    if (evt_module_build(g, EVT_BACKEND_CUDA, &co, 0, &m, &d)) fail_msg("%s", d.text);
+    assert_string_equal(evt_module_source(m, 0), streamed);
+    evt_module_free(m); /* and g, which the module owns */
+    free(text);
+    free(streamed);
+    evt_diag_free(&d);
+    unsetenv("EVT_CACHE_DIR");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(examples_compile_for_cuda),
+        cmocka_unit_test(weight_stream_is_opt_in),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -415,7 +415,7 @@ static void config_and_program(void **state)
     /* the norms inside the GEMV tiles (fuse_norm) or as calls (default) */
     o.fuse_norm = 1;
     text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "call l1_qkvproj = rms_linear(x1, l1_wqkv, l1_qkv, l1_in_norm, 128, 1000000) over (nb) in [128] prefetch {\n    wait e1_X[0]\n"));
+    assert_non_null(strstr(text, "call l1_qkvproj = rms_linear(x1, l1_wqkv, l1_qkv, l1_in_norm, 128, 1000000) over (nb) in [128] {\n    wait e1_X[0]\n"));
     assert_non_null(strstr(text, "call l1_up = rms_mlp_up(l1_xa, l1_wg, l1_wu, l1_a, l1_post_norm, "));
     assert_non_null(strstr(text, "call lm = rms_linear(x2, "));
     assert_null(strstr(text, "rmsnorm("));
@@ -424,9 +424,19 @@ static void config_and_program(void **state)
     o.fuse_norm = 0;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "call l1_n1 = rmsnorm(x1, l1_in_norm, l1_h, 1000000) over (b) in [B] {"));
-    assert_non_null(strstr(text, "call l1_qkvproj = linear(l1_h, l1_wqkv, l1_qkv, 128) over (nb) in [128] prefetch {\n    wait e1_H[0]\n"));
+    assert_non_null(strstr(text, "call l1_qkvproj = linear(l1_h, l1_wqkv, l1_qkv, 128) over (nb) in [128] {\n    wait e1_H[0]\n"));
     assert_non_null(strstr(text, "call final = rmsnorm("));
+    assert_null(strstr(text, "prefetch"));
     free(text);
+    /* prefetch: every GEMV call (qkv, o, up, down per layer, and the LM head) is annotated */
+    o.prefetch = 1;
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "call l1_qkvproj = linear(l1_h, l1_wqkv, l1_qkv, 128) over (nb) in [128] prefetch {\n    wait e1_H[0]\n"));
+    int npf = 0;
+    for (const char *q = text; (q = strstr(q, " prefetch {")); q++) npf++;
+    assert_int_equal(npf, 4 * (int)c.num_hidden_layers + 1);
+    free(text);
+    o.prefetch = 0;
     o.qkv_one_counter = 1;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));

@@ -39,7 +39,7 @@ typedef struct cli {
     int emit_only;
     long long batch, ctx, steps, splits, page;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
-    int nalso, row_events, split_rope, fuse_norm, qkv_one;
+    int nalso, row_events, split_rope, fuse_norm, qkv_one, prefetch;
 } cli;
 
 static int usage(const char *msg)
@@ -49,7 +49,7 @@ static int usage(const char *msg)
             "usage: evtc check FILE [--counts]\n"
             "       evtc dump FILE\n"
             "       evtc schedule FILE [--set NAME=VALUE]... [--workers N] [--policy rr|cp] [--sched static|hybrid]\n"
-            "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE]\n"
+            "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE] [--stream]\n"
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
             "                [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
@@ -61,7 +61,9 @@ static int usage(const char *msg)
             "                [--row-events]       (ablation: per-row events between row and tile calls)\n"
             "                [--split-rope]       (ablation: q/k norm + RoPE as calls of their own before attention)\n"
             "                [--fuse-norm]        (the RMSNorms inside the GEMV tiles, not calls of their own)\n"
-            "                [--qkv-one-counter]  (attention waits for the whole QKV projection, not its heads)\n");
+            "                [--qkv-one-counter]  (attention waits for the whole QKV projection, not its heads)\n"
+            "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
+            "                [--stream]           (GEMV weights through the weight stream, CUDA: docs/runtime.md)\n");
     return 2;
 }
 
@@ -135,6 +137,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--row-events")) c->row_events = 1;
         else if (!strcmp(a, "--split-rope")) c->split_rope = 1;
         else if (!strcmp(a, "--fuse-norm")) c->fuse_norm = 1;
+        else if (!strcmp(a, "--prefetch")) c->prefetch = 1;
         else if (!strcmp(a, "--qkv-one-counter")) c->qkv_one = 1;
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
@@ -146,6 +149,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--pop-batch")) { NEED(); if (!parse_int(v, 1, 64, &n)) { fprintf(stderr, "evtc: --pop-batch %s: expected 1..64\n", v); return 2; } c->run.pop_batch = (int)n; }
         else if (!strcmp(a, "--trust-counts")) c->copts.trust_counts = 1;
         else if (!strcmp(a, "--no-fuse")) c->copts.no_fuse = 1;
+        else if (!strcmp(a, "--stream")) c->copts.stream_weights = 1;
         else { fprintf(stderr, "evtc: unknown option %s\n", a); return usage(NULL); }
     }
     c->run.trace_path = c->trace;
@@ -382,6 +386,8 @@ static int cmd_decode(cli *c)
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;
     o.build.fuse_norm = c->fuse_norm;
+    o.build.prefetch = c->prefetch;
+    o.compile = c->copts;
     o.build.qkv_one_counter = c->qkv_one;
     memcpy(o.also, c->also, sizeof o.also);
     o.nalso = c->nalso;

@@ -23,6 +23,9 @@ typedef struct evt_plan evt_plan;
 typedef struct evt_compile_opts {
     int no_fuse;        /* skip event fusion */
     int trust_counts;   /* accept declared counts that differ from inferred ones */
+    int stream_weights; /* CUDA: `prefetch` calls whose operator declares stream_params stream
+                           their weights through the producer warp's shared-memory ring
+                           (src/device/evt_stream.h); off: the tile's L2 prefetch hook */
 } evt_compile_opts;
 
 /* Individual passes (each returns EVT_OK or appends diagnostics). */

@@ -51,6 +51,9 @@ typedef struct evt_qwen3_opts {
     int fuse_norm;         /* the input, post-attention and final RMSNorms inside every GEMV tile
                               (rms_linear / rms_mlp_up) instead of rmsnorm calls of their own: fewer
                               tasks and handoffs, measured 0-5% slower on an H200, so not the default */
+    int prefetch;          /* GEMV calls annotated `prefetch`: their L2 prefetch hook runs before their
+                              waits (measured 3-8% slower at batch 1 on an H200, so not the default),
+                              or, in a kernel built with the weight stream, their weights stream */
 } evt_qwen3_opts;
 
 /* The .evt program of one decode step (malloc'd), or NULL on bad config. */
@@ -70,6 +73,7 @@ typedef struct evt_decode_opts {
     const char *dump_dir;  /* write inputs, weights and per-step tokens here */
     int quiet;
     evt_qwen3_opts build;
+    evt_compile_opts compile;  /* e.g. stream_weights */
     /* More schedules timed on the same weights and step after the main one
      * (e.g. kbk and graph: the same tiles kernel by kernel, and in a CUDA
      * graph); their outputs are compared with the main schedule's. */

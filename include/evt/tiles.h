@@ -45,6 +45,11 @@ typedef struct evt_tile_decl {
                                    largest of the program's operators and of EVT_TILES_DYN_SMEM) */
     int has_prefetch;           /* CUDA: <name>_prefetch_cuda(args) exists; the worker's leader
                                    (one thread) runs it before the task's waits */
+    unsigned stream_params;     /* CUDA: bit i set when parameter i is streamed: then
+                                   int <name>_stream_cuda(args, evt_stream_plan *) exists and plans the
+                                   task's reads of those tensors for the worker's weight stream
+                                   (src/device/evt_stream.h). A call annotated `prefetch` streams when
+                                   those tensors are weights or inputs (nothing in a launch writes them) */
 } evt_tile_decl;
 
 /* Looks an operator up by name among the built-ins and user-registered ones. */

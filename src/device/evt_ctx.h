@@ -28,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 8
+#define EVT_ABI_VERSION 9
 
 /* KBK: one launch per call (kernel by kernel): waits and notifies are no-ops,
  * the kernel boundary orders the calls. HYBRID: workers [0, nstatic) run
@@ -47,6 +47,7 @@ enum {
     EVT_KERR_QUEUE_TIMEOUT = 2,  /* dynamic: no ready task for too long */
     EVT_KERR_BAD_INDEX = 3,      /* a map produced an event index out of range */
     EVT_KERR_INCOMPLETE = 5,     /* launch ended with a counter off its target */
+    EVT_KERR_STREAM = 6,         /* the weight stream stalled or lost step (internal error) */
 };
 
 typedef struct evt_error {

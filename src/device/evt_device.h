@@ -16,6 +16,7 @@
 #ifndef EVT_DEVICE_H
 #define EVT_DEVICE_H
 #include "evt_ctx.h"
+#include "evt_tile.h"
 
 #ifdef __CUDACC__
 /* ------------------------------------------------------------ CUDA ---- */
@@ -28,8 +29,9 @@
 #define EVT_CONST_TABLE __constant__ const
 #define EVT_LEADER (threadIdx.x == 0)
 #define EVT_TID ((int)threadIdx.x)
-#define EVT_NTHREADS ((int)blockDim.x)
-#define EVT_SYNC() __syncthreads()
+/* the compute threads (all but the weight stream's producer warp, evt_tile.h) */
+#define EVT_NTHREADS evt_tile_threads()
+#define EVT_SYNC() evt_tile_sync()
 #define EVT_UNROLL _Pragma("unroll")
 typedef cuda::atomic_ref<int32_t, cuda::thread_scope_device> evt_aref32;
 typedef cuda::atomic_ref<int64_t, cuda::thread_scope_device> evt_aref64;
@@ -174,6 +176,19 @@ typedef struct evt_worker {
 } evt_worker;
 
 EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_flag) != 0; }
+
+/* Does this worker's producer stream the weights of its streaming calls?
+ * (evt_stream.h: static and kernel-by-kernel workers, hybrid's static ones;
+ * a dynamic worker does not know its next task.) */
+EVT_DEV int evt_worker_streams(const evt_ctx *C, const evt_worker *W)
+{
+#if defined(__CUDACC__) && EVT_STREAM
+    return C->mode == EVT_MODE_STATIC || C->mode == EVT_MODE_KBK || (C->mode == EVT_MODE_HYBRID && W->id < C->nstatic);
+#else
+    (void)C; (void)W;
+    return 0;
+#endif
+}
 
 /* Records the first error and raises the abort flag every spinner polls. */
 EVT_PROTO void evt_raise(const evt_ctx *C, int kind, int worker, int call, int event,

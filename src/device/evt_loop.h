@@ -111,6 +111,54 @@ EVT_DEV void evt_run_call(const evt_ctx *C, evt_worker *W, int call, int64_t fir
     for (int64_t lin = first; lin < n; lin += stride) evt_dispatch(C, W, call, lin, C->ext);
 }
 
+#if defined(__CUDACC__) && EVT_STREAM
+/* ---- the weight stream's producer (the block's last warp) ---- */
+
+/* One task: its plan (lane 0 builds it in shared memory), then its chunks.
+ * Returns false once the launch is aborted. */
+EVT_DEV bool evt_stream_task(const evt_ctx *C, int call, int64_t lin, const int64_t *qext)
+{
+    evt_stream_state *S = &evt_stream_s;
+    int n = 0;
+    if ((threadIdx.x & 31) == 0) n = evt_stream_plan_of(C, NULL, call, lin, qext, &S->args, &S->plan);
+    n = __shfl_sync(0xffffffffu, n, 0);
+    __syncwarp();
+    return n == 0 || evt_stream_put();
+}
+
+/* Walks the tasks this worker will run, in the order it runs them, and
+ * streams their weights: its static queue (static; hybrid workers below
+ * nstatic), or its share of call kbk_call (kernel by kernel). Dynamic
+ * workers do not know their next task: their tiles read weights directly. */
+EVT_NOINLINE void evt_stream_produce(const evt_ctx *C, int kbk_call)
+{
+    int id = (int)blockIdx.x;
+    if (kbk_call >= 0) {
+        int64_t n = C->task_base[kbk_call + 1] - C->task_base[kbk_call];
+        for (int64_t lin = id; lin < n; lin += gridDim.x)
+            if (!evt_stream_task(C, kbk_call, lin, C->ext)) break;
+    } else if (C->mode == EVT_MODE_STATIC || (C->mode == EVT_MODE_HYBRID && id < C->nstatic)) {
+        int64_t k0 = EVT_RO(C->q_off[id]), k1 = EVT_RO(C->q_off[id + 1]);
+        for (int64_t k = k0; k < k1; k++) {
+            uint32_t e = EVT_RO(C->q[k]);
+            if (!evt_stream_task(C, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext)) break;
+        }
+    }
+    evt_stream_drain();
+}
+
+/* Every thread of the block at its end: the producer and the workers meet
+ * (a named barrier: they come from different code), and a worker that ran
+ * to completion must have consumed every chunk its producer issued. */
+EVT_DEV void evt_stream_finish(const evt_ctx *C)
+{
+    asm volatile("bar.sync 2, %0;" ::"r"((int)blockDim.x) : "memory");
+    evt_stream_state *S = &evt_stream_s;
+    if (threadIdx.x == 0 && (S->stalled || S->head != S->issued) && !evt_aborted(C))
+        evt_raise(C, EVT_KERR_STREAM, (int)blockIdx.x, -1, -1, -1, S->stalled ? 0 : -1, S->head, S->issued);
+}
+#endif
+
 /* Entry point of every worker (a block on the GPU, a thread on the CPU). */
 EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)
 {

@@ -29,6 +29,9 @@ typedef struct evt_task_args {
     evt_tensor_ref t[EVT_ABI_MAX_TENSORS];
     int64_t iarg[EVT_ABI_MAX_INTS];
     int32_t ntensors, nints;
+    int32_t stream;                  /* CUDA: 1 when the task's weights arrive through the worker's
+                                        weight stream (src/device/evt_stream.h); else 0 */
+    int32_t reserved;
 } evt_task_args;
 
 #endif

@@ -205,10 +205,11 @@ static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
     evt_pr(o, "        }\n    }\n    EVT_SYNC();\n}\n\n");
 }
 
-/* Builds the task's arguments into `into` (leader; v[] and X decoded). */
-static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *t)
+/* Builds the task's arguments into `into` (v[] and X decoded). `worker` and
+ * `stream` are the expressions printed for A->worker and A->stream. */
+static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *t, const char *worker, const char *stream)
 {
-    evt_pr(o, "        evt_task_args *A = &%s;\n        A->ncoord = %d; A->worker = W->id;\n", into, c->rank);
+    evt_pr(o, "        evt_task_args *A = &%s;\n        A->ncoord = %d; A->worker = %s;\n", into, c->rank, worker);
     evt_pr(o, "        for (int k = 0; k < 4; k++) { A->coord[k] = k < %d ? v[k] : 0; A->grid[k] = X[k]; }\n", c->rank);
     int nt = 0, ni = 0;
     for (int a = 0; a < c->nargs; a++) {
@@ -222,7 +223,24 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
             evt_pr(o, ";\n");
         }
     }
-    evt_pr(o, "        A->ntensors = %d; A->nints = %d;\n", nt, ni);
+    evt_pr(o, "        A->ntensors = %d; A->nints = %d; A->stream = %s;\n", nt, ni, stream);
+}
+
+/* The weight-stream plan of one task of call c (CUDA, streaming calls): the
+ * producer warp calls it for the tasks its worker will run (evt_loop.h).
+ * Decodes and guards the task as the dispatch does, builds its arguments
+ * into *SA and asks the operator for its plan; 0 = nothing to stream. */
+static void emit_plan_body(evt_printer *o, const evt_call *c, const evt_tile_decl *decl, ids *t)
+{
+    evt_pr(o, "{\n    int64_t v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
+    decode(o, c, "qext", t);
+    evt_pr(o, "    const int64_t *X = C->ext + ");
+    id(o, t, ID_CALL, c->id);
+    evt_pr(o, " * 4;\n    if (");
+    for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
+    evt_pr(o, ") return 0; /* the dispatch skips it too */\n    {\n");
+    emit_args(o, c, "*SA", t, "(int)blockIdx.x", "1");
+    evt_pr(o, "        (void)W;\n        return %s_stream_cuda(A, P);\n    }\n}\n\n", decl->name);
 }
 
 /* Waits for the batched waits so far (evt_wait_flush orders the task's
@@ -251,7 +269,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     evt_pr(o, ";\n    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        W->task = task;\n        W->skip = 0;\n");
     /* the task's arguments, built once by the leader in the worker's
        (shared) state; every thread reads them after the barrier */
-    emit_args(o, c, "W->args", t);
+    emit_args(o, c, "W->args", t, "W->id", tgt == EVT_TARGET_CUDA && cp->streams ? "evt_worker_streams(C, W)" : "0");
     /* the leader runs the hook alone (warp 0 running it measured 0.7%
        slower per qwen3-0.6b token: two warp barriers on every GEMV task) */
     if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA)
@@ -321,6 +339,8 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     evt_pr(o, "    evt_trace_start(C, W, task);\n");
     if (tgt == EVT_TARGET_C)
         evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&W->args);\n", cp->op_index);
+    else if (cp->streams) /* the streamed tile; the plain one when the task's plan streams nothing */
+        evt_pr(o, "    if (!W->args.stream || !%s_streamed_cuda(&W->args)) %s_cuda(&W->args);\n", decl->name, decl->name);
     else
         evt_pr(o, "    %s_cuda(&W->args);\n", decl ? decl->name : c->op);
     evt_pr(o, "    EVT_SYNC();\n    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
@@ -368,28 +388,40 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
 }
 
 /* One function per distinct call body; calls[i] -> template tpl[i] and its
- * id row (offset off[i] in one constant table). */
+ * id row (offset off[i] in one constant table). A streaming call's template
+ * has a second function, its weight-stream plan (evt_spl_N), on the same ids. */
 static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
 {
     const evt_graph *g = p->g;
     int nc = g->ncalls, ntpl = 0;
     char **bodies = calloc(nc + 1, sizeof *bodies);
     int *tpl = calloc(nc + 1, sizeof *tpl), *off = calloc(nc + 2, sizeof *off), *rows = NULL, nrows = 0;
+    int *tpl_streams = calloc(nc + 1, sizeof *tpl_streams);
     ids *t = calloc(1, sizeof *t);
-    if (!bodies || !tpl || !off || !t) { free(bodies); free(tpl); free(off); free(t); return; }
+    if (!bodies || !tpl || !off || !t || !tpl_streams) {
+        free(bodies); free(tpl); free(off); free(t); free(tpl_streams);
+        return;
+    }
     for (int c = 0; c < nc; c++) {
         memset(t, 0, sizeof *t);
         t->slots = 1;
         evt_printer b = {0};
         emit_call_body(&b, p, g->calls[c], tgt, t);
+        int streams = tgt == EVT_TARGET_CUDA && p->call[c].streams;
+        size_t split = b.len;
+        if (streams) emit_plan_body(&b, g->calls[c], p->call[c].decl, t);
         int found = -1;
         for (int k = 0; k < ntpl && found < 0; k++) if (!strcmp(bodies[k], b.buf)) found = k;
         if (found < 0) {
             found = ntpl;
-            bodies[ntpl++] = b.buf;
+            bodies[ntpl] = b.buf;
+            tpl_streams[ntpl++] = streams;
             evt_pr(o, "/* template %d: first used by call %s = %s */\n", found, g->calls[c]->name, g->calls[c]->op);
             evt_pr(o, "EVT_NOINLINE void evt_tpl_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
-                      "const int32_t *I)\n%s", found, b.buf);
+                      "const int32_t *I)\n%.*s", found, (int)split, b.buf);
+            if (streams)
+                evt_pr(o, "EVT_NOINLINE int evt_spl_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
+                          "const int32_t *I, evt_task_args *SA, evt_stream_plan *P)\n%s", found, b.buf + split);
         } else {
             evt_pr_free(&b);
         }
@@ -409,8 +441,17 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
     for (int c = 0; c < nc; c++)
         evt_pr(o, "    case %d: evt_tpl_%d(C, W, lin, qext, evt_call_ids + %d); break;\n", c, tpl[c], off[c]);
     evt_pr(o, "    default: break;\n    }\n}\n\n");
+    if (tgt == EVT_TARGET_CUDA && p->nstreams) {
+        evt_pr(o, "/* The weight-stream plan of task lin of a call (0: the call does not stream). */\n");
+        evt_pr(o, "EVT_DEV int evt_stream_plan_of(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext, "
+                  "evt_task_args *SA, evt_stream_plan *P)\n{\n    switch (call) {\n");
+        for (int c = 0; c < nc; c++)
+            if (tpl_streams[tpl[c]])
+                evt_pr(o, "    case %d: return evt_spl_%d(C, W, lin, qext, evt_call_ids + %d, SA, P);\n", c, tpl[c], off[c]);
+        evt_pr(o, "    default: return 0;\n    }\n}\n\n");
+    }
     for (int k = 0; k < ntpl; k++) free(bodies[k]);
-    free(bodies); free(tpl); free(off); free(rows); free(t);
+    free(bodies); free(tpl); free(off); free(rows); free(t); free(tpl_streams);
 }
 
 /* evt_arm / evt_trig: by event id, for the templates */
@@ -432,7 +473,14 @@ evt_status evt_emit_program(const evt_plan *p, evt_printer *o, evt_target tgt, e
     evt_pr(o, "/* Generated by evtc: the persistent megakernel of one Event Tensor program.\n");
     evt_pr(o, " * %d calls, %d events, %d tensors. Do not edit; regenerate. */\n", g->ncalls, g->nevents, g->ntensors);
     evt_pr(o, "#define EVT_INPUT_ARMING %d /* the launch arms data-dependent events first */\n", p->narm_inputs > 0);
+    if (tgt == EVT_TARGET_CUDA && p->nstreams) {
+        /* the weight stream: a producer warp per worker and a ring of slots
+           in dynamic shared memory after the operators' own */
+        evt_pr(o, "#define EVT_STREAM 1 /* %d calls stream their weights (device/evt_stream.h) */\n", p->nstreams);
+        evt_pr(o, "#define EVT_STREAM_RING_OFFSET %d\n", evt_emit_tile_smem(p));
+    }
     evt_pr(o, "#include \"device/evt_device.h\"\n");
+    if (tgt == EVT_TARGET_CUDA) evt_pr(o, "#include \"device/evt_stream.h\"\n");
     if (tgt == EVT_TARGET_CUDA) {
         for (int i = 0; i < p->nops; i++) {
             int seen = 0;

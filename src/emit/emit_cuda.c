@@ -1,7 +1,31 @@
 /* emit_cuda.c — the GPU target: the shared generated code plus a
  * __global__ persistent kernel; one block per worker, launched cooperatively
- * by the CUDA runtime (src/runtime/cuda.c). */
+ * by the CUDA runtime (src/runtime/cuda.c). With the weight stream
+ * (EVT_STREAM) the block's last warp is the stream's producer
+ * (src/device/evt_stream.h), which runs beside the worker's loop; the tiles
+ * get the others (a ninth warp would put three warps on one of the SM's
+ * four schedulers and cap every thread at 168 registers: the tiles spill). */
 #include "emit/emit.h"
+
+int evt_emit_tile_smem(const evt_plan *p)
+{
+    int bytes = 0;
+    for (int i = 0; i < p->nops; i++)
+        if (p->ops[i]->smem_bytes > bytes) bytes = p->ops[i]->smem_bytes;
+    return (bytes + 1023) & ~1023;
+}
+
+/* The entry's common parts: stream set-up before the block's first barrier;
+   the producer warp leaves for its loop; the end, where both meet again. */
+static void emit_entry_begin(evt_printer *out, const char *ctx)
+{
+    evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x == 0) evt_stream_init(%s, evt_tile_threads() / 32);\n#endif\n", ctx);
+    evt_pr(out, "    EVT_TILES_WORKER_BEGIN();\n    __syncthreads(); /* every thread of the block, the producer too */\n");
+}
+static void emit_entry_end(evt_printer *out, const char *ctx)
+{
+    evt_pr(out, "    EVT_TILES_WORKER_END();\n#if EVT_STREAM\n    evt_stream_finish(%s);\n#endif\n}\n", ctx);
+}
 
 evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
 {
@@ -16,15 +40,16 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
                 "#define EVT_LAUNCH_BOUNDS __launch_bounds__(EVT_BLOCK_THREADS)\n#endif\n");
     /* dynamic shared memory per block: the tile headers' need
        (EVT_TILES_DYN_SMEM) or the largest smem_bytes of the program's
-       operators; the runtime reads it from the module */
-    int decl_smem = 0;
-    for (int i = 0; i < p->nops; i++)
-        if (p->ops[i]->smem_bytes > decl_smem) decl_smem = p->ops[i]->smem_bytes;
+       operators, then the weight stream's ring; the runtime reads both */
+    int tile_smem = evt_emit_tile_smem(p);
     evt_pr(out, "#ifndef EVT_TILES_DYN_SMEM\n#define EVT_TILES_DYN_SMEM 0\n#endif\n");
-    evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_TILES_DYN_SMEM > %d ? EVT_TILES_DYN_SMEM : %d;\n",
-           decl_smem, decl_smem);
-    /* tile headers may hook the start and the end of every worker block
-       (llm.cuh: its TMA ring's barriers) */
+    evt_pr(out, "#define EVT_TILE_SMEM (EVT_TILES_DYN_SMEM > %d ? EVT_TILES_DYN_SMEM : %d)\n", tile_smem, tile_smem);
+    evt_pr(out, "#if EVT_STREAM\nstatic_assert(EVT_TILE_SMEM <= EVT_STREAM_RING_OFFSET, \"a tile header's EVT_TILES_DYN_SMEM "
+                "overlaps the weight stream's ring: declare it as the operator's smem_bytes\");\n");
+    evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_STREAM_RING_OFFSET + EVT_STREAM_RING_BYTES;\n#else\n");
+    evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_TILE_SMEM;\n#endif\n");
+    evt_pr(out, "extern \"C\" __device__ unsigned evt_tile_smem_bytes = EVT_TILE_SMEM; /* calls that do not stream */\n");
+    /* tile headers may hook the start and the end of every worker block */
     evt_pr(out, "#ifndef EVT_TILES_WORKER_BEGIN\n#define EVT_TILES_WORKER_BEGIN() ((void)0)\n#endif\n");
     evt_pr(out, "#ifndef EVT_TILES_WORKER_END\n#define EVT_TILES_WORKER_END() ((void)0)\n#endif\n");
     evt_pr(out, "extern \"C\" __global__ void EVT_LAUNCH_BOUNDS evt_kernel(const evt_ctx *C)\n{\n");
@@ -33,13 +58,19 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
        acquire */
     evt_pr(out, "    __shared__ evt_worker W;\n    __shared__ evt_ctx Cs;\n");
     evt_pr(out, "    for (unsigned i = threadIdx.x; i < sizeof(evt_ctx) / 8; i += blockDim.x)\n");
-    evt_pr(out, "        ((uint64_t *)&Cs)[i] = ((const uint64_t *)C)[i];\n    EVT_TILES_WORKER_BEGIN();\n    EVT_SYNC();\n");
-    evt_pr(out, "#ifdef EVT_CTX_IN_GLOBAL /* ablation */\n    evt_worker_main(C, &W, (int)blockIdx.x);\n#else\n");
-    evt_pr(out, "    evt_worker_main(&Cs, &W, (int)blockIdx.x);\n#endif\n    EVT_TILES_WORKER_END();\n}\n");
+    evt_pr(out, "        ((uint64_t *)&Cs)[i] = ((const uint64_t *)C)[i];\n");
+    evt_pr(out, "#ifdef EVT_CTX_IN_GLOBAL /* ablation */\n    const evt_ctx *Cw = C;\n#else\n    const evt_ctx *Cw = &Cs;\n#endif\n");
+    emit_entry_begin(out, "Cw");
+    evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x >= evt_tile_threads()) evt_stream_produce(Cw, -1);\n    else\n#endif\n");
+    evt_pr(out, "    evt_worker_main(Cw, &W, (int)blockIdx.x);\n");
+    emit_entry_end(out, "Cw");
     evt_pr(out, "/* Kernel-by-kernel entry: one ordinary launch per call, a block per task. */\n");
     evt_pr(out, "extern \"C\" __global__ void EVT_LAUNCH_BOUNDS evt_call_kernel(const evt_ctx *C, int call)\n{\n");
     evt_pr(out, "    __shared__ evt_worker W;\n    if (EVT_LEADER) { W.id = (int)blockIdx.x; W.task = -1; W.nfan = 0; W.rng = 1; }\n");
-    evt_pr(out, "    EVT_TILES_WORKER_BEGIN();\n    EVT_SYNC();\n    evt_run_call(C, &W, call, blockIdx.x, gridDim.x);\n    EVT_TILES_WORKER_END();\n}\n");
+    emit_entry_begin(out, "C");
+    evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x >= evt_tile_threads()) evt_stream_produce(C, call);\n    else\n#endif\n");
+    evt_pr(out, "    evt_run_call(C, &W, call, blockIdx.x, gridDim.x);\n");
+    emit_entry_end(out, "C");
     evt_pr(out, "extern \"C\" __global__ void evt_abi_probe(int *out) { *out = %d; }\n", EVT_ABI_VERSION);
     return EVT_OK;
 }

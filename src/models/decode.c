@@ -170,6 +170,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (o->ctx + o->steps >= bo.max_ctx)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: ctx + steps must stay below the cache capacity %lld",
                               (long long)bo.max_ctx);
+    if (o->compile.stream_weights) bo.prefetch = 1; /* the weight stream takes the prefetch calls */
     char *text = evt_qwen3_program(&c, &bo, d);
     if (!text) return EVT_ERR_VERIFY;
     evt_graph *g = evt_parse(text, strlen(text), d);
@@ -183,7 +184,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: at most %d extra schedules", EVT_DECODE_MAX_ALSO);
     }
     for (int k = 0; k < o->nalso; k++) unfused |= o->also[k] == EVT_SCHED_UNFUSED;
-    st = evt_module_build(g, o->backend, NULL, unfused, &m, d);
+    st = evt_module_build(g, o->backend, &o->compile, unfused, &m, d);
     if (st) return st;
     if (o->backend == EVT_BACKEND_CUDA && !evt_cuda_available()) {
         /* before generating gigabytes of weights: the kernel is built (and in

@@ -120,7 +120,7 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {128, 1024, 16, 0, 132, 1, 0, 0, 0, 0};
+    evt_qwen3_opts def = {128, 1024, 16, 0, 132, 1, 0, 0, 0, 0, 0};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
@@ -205,6 +205,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* activations */
     for (int64_t l = 0; l <= L; l++) P("tensor x%lld : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
     const int SN = !op.fuse_norm;
+    const char *PF = op.prefetch ? " prefetch" : ""; /* GEMV weights pulled (or streamed) ahead of the inputs */
     for (int64_t l = 0; l < L; l++) {
         if (SN) P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_qkv : bf16[B, %lld] scratch\n", (long long)l, (long long)nqkv);
@@ -257,11 +258,11 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             snprintf(wq_grp, sizeof wq_grp, "wait e%lld_QKV[g * %lld + f] for f in [%lld]\n    %s", i, (long long)G, (long long)G, wk_g);
         }
         if (SN)
-            P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld] prefetch {\n"
-              "    wait e%lld_H%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, (long long)T_qkv, i, AW, qn);
+            P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_H%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, (long long)T_qkv, PF, i, AW, qn);
         else /* the input norm inside every tile */
-            P("call l%lld_qkvproj = rms_linear(x%lld, l%lld_wqkv, l%lld_qkv, l%lld_in_norm, %lld, %lld) over (nb) in [%lld] prefetch {\n"
-              "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, i, AW, qn);
+            P("call l%lld_qkvproj = rms_linear(x%lld, l%lld_wqkv, l%lld_qkv, l%lld_in_norm, %lld, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, PF, i, AW, qn);
         if (op.split_rope) {
             P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
               "    %s\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, wq_h, i);
@@ -279,28 +280,28 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         }
         P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld) over (b, g) in [B, %lld] {\n    wait e%lld_P[b, g]\n"
           "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)G, (long long)nkv, i, i);
-        P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, i, i, AW);
+        P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld]%s {\n"
+          "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
         if (SN) {
             P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n",
               i, i, i, i, eps, i, RW, i, RW);
-            P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld] prefetch {\n"
-              "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, (long long)T_up, i, AW, i);
+            P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, (long long)T_up, PF, i, AW, i);
         } else {
-            P("call l%lld_up = rms_mlp_up(l%lld_xa, l%lld_wg, l%lld_wu, l%lld_a, l%lld_post_norm, %lld, %lld) over (nb) in [%lld] prefetch {\n"
-              "    wait e%lld_XA%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, i, (long long)T_up, eps, (long long)T_up, i, AW, i);
+            P("call l%lld_up = rms_mlp_up(l%lld_xa, l%lld_wg, l%lld_wu, l%lld_a, l%lld_post_norm, %lld, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_XA%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, i, (long long)T_up, eps, (long long)T_up, PF, i, AW, i);
         }
-        P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld] prefetch {\n"
-          "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, i, i + 1, AW);
+        P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld]%s {\n"
+          "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, PF, i, i + 1, AW);
     }
     if (SN) {
         P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
           (long long)L, eps, (long long)L, RW, RW);
-        P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld] prefetch {\n    wait HF%s\n    notify LM[nb]\n}\n",
-          lm, (long long)NC, (long long)NC, AW);
+        P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld]%s {\n    wait HF%s\n    notify LM[nb]\n}\n",
+          lm, (long long)NC, (long long)NC, PF, AW);
     } else {
-        P("call lm = rms_linear(x%lld, %s, logits, final_norm, %lld, %lld) over (nb) in [%lld] prefetch {\n    wait e%lld_X%s\n    notify LM[nb]\n}\n",
-          (long long)L, lm, (long long)NC, eps, (long long)NC, (long long)L, AW);
+        P("call lm = rms_linear(x%lld, %s, logits, final_norm, %lld, %lld) over (nb) in [%lld]%s {\n    wait e%lld_X%s\n    notify LM[nb]\n}\n",
+          (long long)L, lm, (long long)NC, eps, (long long)NC, PF, (long long)L, AW);
     }
     P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %lld] {\n    wait LM[c]\n    notify AP[b]\n}\n", (long long)NC);
     P("call pick = argmax_final(pv, pi, next) over (b) in [B] {\n    wait AP[b]\n}\n");

@@ -66,6 +66,18 @@ static evt_status find_armers(evt_plan *p, evt_diag *d)
     return st;
 }
 
+int evt_call_streams(const evt_plan *p, const evt_call *c)
+{
+    const evt_call_plan *cp = &p->call[c->id];
+    if (!p->stream_weights || !c->prefetch || !cp->decl || !cp->decl->stream_params || cp->trigger_edge >= 0) return 0;
+    for (int i = 0; i < c->nargs && i < (int)(8 * sizeof cp->decl->stream_params); i++) {
+        if (!(cp->decl->stream_params >> i & 1u)) continue;
+        const evt_arg *a = &c->args[i];
+        if (a->kind != EVT_ARG_TENSOR || (a->tensor->role != EVT_WEIGHT && a->tensor->role != EVT_INPUT)) return 0;
+    }
+    return 1;
+}
+
 evt_status evt_lower(evt_plan *p, evt_diag *d)
 {
     evt_graph *g = p->g;
@@ -81,6 +93,7 @@ evt_status evt_lower(evt_plan *p, evt_diag *d)
         if (found < 0) { found = p->nops; p->ops[p->nops++] = cp->decl; }
         cp->op_index = found;
     }
+    for (int c = 0; c < g->ncalls; c++) p->nstreams += p->call[c].streams = evt_call_streams(p, g->calls[c]);
     evt_infer_counts(p);
     return find_armers(p, d);
 }
@@ -123,6 +136,7 @@ evt_status evt_compile(evt_graph *g, const evt_compile_opts *o, evt_plan **out, 
     evt_plan *p = calloc(1, sizeof *p);
     if (!p) return EVT_ERR_NOMEM;
     p->g = g;
+    p->stream_weights = o->stream_weights;
     if (!o->no_fuse) p->nfused = evt_pass_fuse_events(g);
     p->ev = calloc(g->nevents + 1, sizeof *p->ev);
     p->call = calloc(g->ncalls + 1, sizeof *p->call);

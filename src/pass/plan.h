@@ -34,6 +34,8 @@ typedef struct evt_call_plan {
     int trigger_edge;      /* index of the trigger-range wait, or -1 */
     int narm;
     int *arm;              /* events this call arms (after its last task) */
+    int streams;           /* 1: the call's weights come through the workers' weight streams
+                              (CUDA; src/device/evt_stream.h; evt_call_streams) */
 } evt_call_plan;
 
 struct evt_plan {
@@ -45,6 +47,8 @@ struct evt_plan {
     int narm_inputs;
     int *arm_inputs;       /* events armed at launch start */
     int nfused;            /* events removed by fusion */
+    int nstreams;          /* calls that stream their weights */
+    int stream_weights;    /* evt_compile_opts.stream_weights */
 };
 
 /* ---- concrete shapes (host) ---- */
@@ -89,6 +93,13 @@ void evt_expr_loads(const evt_expr *e, const evt_tensor **out, int *n, int cap);
 /* 1 if the edge's map reads a tensor or the call's validity depends on data:
  * its targets can only be known at run time. */
 int evt_edge_is_data(const evt_plan *p, const evt_call *c, const evt_edge *e);
+
+/* 1 if call c streams its weights: annotated `prefetch`, its operator plans
+ * a stream (stream_params), every streamed tensor is a weight or an input
+ * (nothing in a launch writes it, so it may be read at any time), and the
+ * call's tasks exist independently of data (no trigger-range wait: the
+ * producer must know which tasks will run). */
+int evt_call_streams(const evt_plan *p, const evt_call *c);
 
 /* Symbolic count inference (infer_counts.c). */
 void evt_infer_counts(evt_plan *p);

@@ -352,6 +352,11 @@ void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *c
                      el, (long long)e->observed, (long long)e->target);
         break;
     }
+    case EVT_KERR_STREAM:
+        snprintf(buf, n, "weight stream: worker %d %s (chunk %lld consumed, %lld issued); an internal error of evtc, please report it",
+                 e->worker, e->elem < 0 ? "ended with chunks issued but not consumed" : "waited past the watchdog bound for a chunk",
+                 (long long)e->observed, (long long)e->target);
+        break;
     default:
         snprintf(buf, n, "kernel error %d", e->kind);
     }

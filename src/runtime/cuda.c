@@ -163,6 +163,13 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
     v->entry = fn;
     v->call_entry = call_fn;
     v->dyn_smem = dyn;
+    unsigned tile = dyn;
+    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_tile_smem_bytes") && gsz == sizeof tile &&
+        (r = evt_cuda_g.cu.MemcpyDtoH(&tile, gp, sizeof tile))) {
+        evt_cuda_g.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_tile_smem_bytes", evt_cu_name(r));
+    }
+    v->tile_smem = tile;
     return EVT_OK;
 }
 
@@ -409,7 +416,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     const evt_bound *b = &be->b;
     if ((st = ensure_rt(m, g, b, d))) return st;
     cuda_rt *rt = m->rt;
-    *threads = block_threads(v->p);
+    *threads = block_threads(v->p); /* with the weight stream, its last warp is the producer */
     int per_sm = 0;
     CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, v->dyn_smem));
     /* the request is what must fit (a static launch may start fewer workers) */
@@ -493,8 +500,11 @@ static evt_status launch_calls(evt_variant *v, const evt_bound *b, CUdeviceptr *
         int64_t n = b->s.task_base[c + 1] - b->s.task_base[c];
         if (n <= 0) continue;
         void *args[] = {dctx, &c};
+        /* only a streaming call's blocks need the ring (the others keep the
+           occupancy their shared memory allows) */
+        unsigned smem = v->p->call[c].streams ? v->dyn_smem : v->tile_smem;
         CK(evt_cuda_g.cu.LaunchKernel((CUfunction)v->call_entry, (unsigned)(n < (1 << 30) ? n : (1 << 30)), 1, 1, (unsigned)threads,
-                             1, 1, v->dyn_smem, evt_cuda_g.stream, args, NULL));
+                             1, 1, smem, evt_cuda_g.stream, args, NULL));
     }
     return EVT_OK;
 }

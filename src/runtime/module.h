@@ -20,7 +20,10 @@ typedef struct evt_variant {
     void *handle;         /* backend: dlopen handle / CUmodule */
     void *entry;          /* backend: worker entry / CUfunction */
     void *call_entry;     /* backend: kernel-by-kernel entry (one call) */
-    unsigned dyn_smem;    /* CUDA: dynamic shared memory per block (evt_dyn_smem_bytes) */
+    unsigned dyn_smem;    /* CUDA: dynamic shared memory per block (evt_dyn_smem_bytes: the tiles'
+                             and, when a call streams, the weight stream's ring) */
+    unsigned tile_smem;   /* CUDA: the tiles' alone (evt_tile_smem_bytes): kernel-by-kernel
+                             launches of calls that do not stream */
     char tmpdir[256];     /* CPU: where the .so lives while loaded */
 } evt_variant;
 

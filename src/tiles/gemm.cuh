@@ -8,6 +8,7 @@
  *   into L2 (prefetch.global.L2, one request per 128-byte line). */
 #ifndef EVT_TILE_GEMM_CUH
 #define EVT_TILE_GEMM_CUH
+#include "device/evt_tile.h"
 
 __device__ __forceinline__ void gemm_f32_cuda(const evt_task_args *a)
 {
@@ -16,7 +17,7 @@ __device__ __forceinline__ void gemm_f32_cuda(const evt_task_args *a)
     int64_t M = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[1];
     int64_t tm = a->iarg[0], tn = a->iarg[1];
     int64_t m0 = a->coord[0] * tm, n0 = a->coord[1] * tn;
-    for (int64_t e = threadIdx.x; e < tm * tn; e += blockDim.x) {
+    for (int64_t e = threadIdx.x; e < tm * tn; e += evt_tile_threads()) {
         int64_t m = m0 + e / tn, n = n0 + e % tn;
         if (m >= M || n >= N) continue;
         float s = 0;

@@ -22,13 +22,12 @@
  *       epilogue.
  *   *_prefetch_cuda: run by the worker's leader alone before its waits:
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
- *       bytes of) the task's weight rows, one contiguous range of W.
- *   -DEVT_LLM_TMA=1: linear / linear_res / mlp_up stream their weights into
- *       a shared-memory ring with bulk async copies (llm_stream.cuh), the
- *       first stages issued by the prefetch hook. Correct (tilebench, GPU
- *       suite) but 2-3x slower than the register path: one copy per 16-row
- *       x 512-column stage row is 1 KB, and small bulk copies stream at ~2
- *       TB/s (bench/RESULTS.md); it needs a tiled weight layout to pay.
+ *       bytes of) the task's weight rows, one contiguous range of W; nothing
+ *       for a task whose weights come through the weight stream.
+ *   *_stream_cuda: the task's weight-stream plan (llm_stream.cuh): with the
+ *       stream (src/device/evt_stream.h) linear / linear_res / mlp_up at
+ *       B <= 16 compute from shared memory, their weights landed ahead of
+ *       their waits.
  *   rmsnorm: each thread's 16-byte chunks of x and w loaded at once, x kept
  *       in registers between the two passes (scalar path for odd shapes).
  *   q_rope / k_rope_append: block reductions; RoPE angles in double
@@ -44,20 +43,20 @@
  *       position read from shared memory.
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
- * read with plain loads. Shared memory: one 32 KiB static buffer, the row
- * scales, and (EVT_LLM_TMA only) the dynamic ring. */
+ * read with plain loads. Shared memory: one 32 KiB static buffer and the row
+ * scales (the stream's ring is the runtime's). Tiles count and synchronise
+ * the compute threads with evt_tile_threads() / evt_tile_sync() (evt_tile.h). */
 #ifndef EVT_TILE_LLM_CUH
 #define EVT_TILE_LLM_CUH
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include "device/evt_device.h"
+#include "device/evt_stream.h"
 
 #ifndef EVT_LLM_PREFETCH_CAP
 #define EVT_LLM_PREFETCH_CAP (128 * 1024) /* bytes of L2 prefetch per weight matrix per task */
 #endif
 #define EVT_LLM_SMEM_FLOATS 8192
-#ifndef EVT_LLM_TMA
-#define EVT_LLM_TMA 0 /* 1: linear tiles stream weights through the TMA ring (llm_stream.cuh); slower, see there */
-#endif
 
 static __shared__ __align__(16) float evt_llm_smem[EVT_LLM_SMEM_FLOATS];
 
@@ -72,12 +71,12 @@ __device__ __forceinline__ float evt_llm_hi(uint32_t u) { return __uint_as_float
 __device__ __forceinline__ float evt_llm_block_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    int warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    int warp = threadIdx.x >> 5, nw = (evt_tile_threads() + 31) >> 5;
     if ((threadIdx.x & 31) == 0) evt_llm_smem[warp] = v;
-    __syncthreads();
+    evt_tile_sync();
     float s = 0;
     for (int w = 0; w < nw; w++) s += evt_llm_smem[w];
-    __syncthreads();
+    evt_tile_sync();
     return s;
 }
 
@@ -117,10 +116,10 @@ __device__ __noinline__ void embed_cuda(const evt_task_args *a)
     const evt_bf16 *src = E + t * H;
     evt_bf16 *dst = x + b * H;
     if (((H & 7) == 0) && !(((uintptr_t)src | (uintptr_t)dst) & 15)) {
-        for (int64_t i = threadIdx.x; i < H / 8; i += blockDim.x)
+        for (int64_t i = threadIdx.x; i < H / 8; i += evt_tile_threads())
             ((uint4 *)dst)[i] = __ldg((const uint4 *)src + i);
     } else {
-        for (int64_t i = threadIdx.x; i < H; i += blockDim.x) dst[i] = src[i];
+        for (int64_t i = threadIdx.x; i < H; i += evt_tile_threads()) dst[i] = src[i];
     }
 }
 
@@ -138,12 +137,12 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
     evt_bf16 *yr = y + b * H;
     float eps = (float)a->iarg[0] * 1e-12f;
     constexpr int R = 4;
-    if (H % 8 == 0 && H / 8 <= R * (int64_t)blockDim.x && !(((uintptr_t)xr | (uintptr_t)w | (uintptr_t)yr) & 15)) {
+    if (H % 8 == 0 && H / 8 <= R * (int64_t)evt_tile_threads() && !(((uintptr_t)xr | (uintptr_t)w | (uintptr_t)yr) & 15)) {
         uint4 xv[R], wv[R];
         float ss = 0;
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            int64_t i = threadIdx.x + (int64_t)r * blockDim.x;
+            int64_t i = threadIdx.x + (int64_t)r * evt_tile_threads();
             if (i < H / 8) {
                 xv[r] = evt_llm_ldx(xr + 8 * i);
                 wv[r] = __ldg((const uint4 *)w + i);
@@ -151,7 +150,7 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            if (threadIdx.x + (int64_t)r * blockDim.x >= H / 8) continue;
+            if (threadIdx.x + (int64_t)r * evt_tile_threads() >= H / 8) continue;
             const uint32_t *u = &xv[r].x;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
@@ -164,7 +163,7 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
         float s = 1.0f / sqrtf(ss / (float)H + eps);
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            int64_t i = threadIdx.x + (int64_t)r * blockDim.x;
+            int64_t i = threadIdx.x + (int64_t)r * evt_tile_threads();
             if (i >= H / 8) continue;
             const uint32_t *u = &xv[r].x, *v = &wv[r].x;
             uint4 out;
@@ -179,10 +178,10 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
         return;
     }
     float ss = 0;
-    for (int64_t i = threadIdx.x; i < H; i += blockDim.x) { float v = evt_llm_ld(xr, i); ss += v * v; }
+    for (int64_t i = threadIdx.x; i < H; i += evt_tile_threads()) { float v = evt_llm_ld(xr, i); ss += v * v; }
     ss = evt_llm_block_sum(ss);
     float s = 1.0f / sqrtf(ss / (float)H + eps);
-    for (int64_t i = threadIdx.x; i < H; i += blockDim.x)
+    for (int64_t i = threadIdx.x; i < H; i += evt_tile_threads())
         evt_llm_st(yr, i, evt_llm_ld(xr, i) * s * __bfloat162float(__ldg(w + i)));
 }
 
@@ -191,8 +190,14 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
 __device__ __forceinline__ void evt_llm_tile_rows(int64_t nb, int64_t T, int64_t N, int64_t *n0, int64_t *n1)
 {
     if (T < 1) T = 1;
-    *n0 = nb * N / T;
-    *n1 = (nb + 1) * N / T < N ? (nb + 1) * N / T : N;
+    if ((nb + 1) * N <= 0x7fffffff && T <= 0x7fffffff) { /* 32-bit divisions: no helper call */
+        *n0 = (int)(nb * N) / (int)T;
+        *n1 = (int)((nb + 1) * N) / (int)T;
+    } else {
+        *n0 = nb * N / T;
+        *n1 = (nb + 1) * N / T;
+    }
+    if (*n1 > N) *n1 = N;
 }
 
 __device__ __forceinline__ void evt_llm_mma(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
@@ -318,8 +323,8 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
 static __shared__ float evt_llm_rms[128];
 __device__ __forceinline__ void evt_llm_rms_scales(const evt_bf16 *x, int64_t B, int64_t K, float eps)
 {
-    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
-    if (B <= 2 && K / 8 <= 8 * (int64_t)blockDim.x && nwarps <= 32) {
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
+    if (B <= 2 && K / 8 <= 8 * (int64_t)evt_tile_threads() && nwarps <= 32) {
         /* few rows: the whole block on each row (one load round trip per
            row instead of K / 256), warps' partials summed in order */
         static __shared__ float part[2][32];
@@ -328,7 +333,7 @@ __device__ __forceinline__ void evt_llm_rms_scales(const evt_bf16 *x, int64_t B,
             uint4 v[8];
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                int64_t c = threadIdx.x + (int64_t)i * blockDim.x;
+                int64_t c = threadIdx.x + (int64_t)i * evt_tile_threads();
                 v[i] = c < K / 8 ? evt_llm_ldx((const evt_bf16 *)(xr + c)) : make_uint4(0, 0, 0, 0);
             }
             float ss = 0;
@@ -341,7 +346,7 @@ __device__ __forceinline__ void evt_llm_rms_scales(const evt_bf16 *x, int64_t B,
             for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
             if (lane == 0) part[b][warp] = ss;
         }
-        __syncthreads();
+        evt_tile_sync();
         if (threadIdx.x < B) {
             float ss = 0;
             for (int w = 0; w < nwarps; w++) ss += part[threadIdx.x][w];
@@ -395,19 +400,21 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
     evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     if (n0 >= n1) return;
-    int64_t nrt = (n1 - n0 + RB - 1) / RB, nbg = (B + BB - 1) / BB, U = nrt * nbg, nch = K / 32;
-    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    int64_t ksplit = U >= nwarps ? 1 : nwarps / U;
+    /* unit and split indices in 32 bits: 64-bit divisions are helper calls (slow, and live values
+       spill around them) */
+    const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (int)((B + BB - 1) / BB), U = nrt * nbg, nch = (int)(K / 32);
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int ksplit = U >= nwarps ? 1 : nwarps / U;
     if (ksplit > nch) ksplit = nch;
     if (ksplit * U * RB * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW);
     if (ksplit < 1) ksplit = 1;
     if (ksplit == 1) {
         if (NORM) {
             evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
-            __syncthreads();
+            evt_tile_sync();
         }
-        for (int64_t u = warp; u < U; u += nwarps) {
-            int64_t rt = u / nbg, bg = u % nbg;
+        for (int u = warp; u < U; u += nwarps) {
+            int rt = u / nbg, bg = u % nbg;
             float acc[NW][RT][NB8][4] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
             evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, r0, n1, b0, B, 0, nch, acc);
@@ -429,9 +436,9 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
     /* fewer units than warps: split K, partials in shared memory */
     float *part = evt_llm_smem; /* [ks][u][w][RB][BB] */
     if (warp < U * ksplit) {
-        int64_t u = warp % U, ks = warp / U;
-        int64_t rt = u / nbg, bg = u % nbg;
-        int64_t c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
+        int u = warp % U, ks = warp / U;
+        int rt = u / nbg, bg = u % nbg;
+        int c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
         float acc[NW][RT][NB8][4] = {};
         evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
 #pragma unroll
@@ -448,13 +455,13 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
     }
     /* the row scales here, not first: their loads overlap the slower warps */
     if (NORM) evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
-    __syncthreads();
-    for (int64_t i = threadIdx.x; i < U * RB * BB; i += blockDim.x) {
-        int64_t u = i / (RB * BB), r = (i / BB) % RB, bb = i % BB;
+    evt_tile_sync();
+    for (int i = threadIdx.x; i < U * RB * BB; i += evt_tile_threads()) {
+        int u = i / (RB * BB), r = (i / BB) % RB, bb = i % BB;
         int64_t n = n0 + (u / nbg) * RB + r, b = (u % nbg) * BB + bb;
         if (n >= n1 || b >= B) continue;
         float s0 = 0, s1 = 0;
-        for (int64_t ks = 0; ks < ksplit; ks++) {
+        for (int ks = 0; ks < ksplit; ks++) {
             s0 += part[(((ks * U + u) * NW + 0) * RB + r) * BB + bb];
             s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * BB + bb];
         }
@@ -472,7 +479,7 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
     const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
     evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
-    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
     for (int64_t e = warp; e < (n1 - n0) * B; e += nwarps) {
         int64_t n = n0 + e / B, b = e % B;
         float s0 = 0, s1 = 0, ss = 0;
@@ -495,23 +502,16 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
     }
 }
 
-/* the weight stream (TMA ring) and its GEMV */
+/* the weight stream's plan and its GEMV */
 #include "llm_stream.cuh"
 
 template <int MODE, bool NORM>
 __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
 {
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    if (!NORM && evt_llm_stream_ok<MODE>(a)) {
-        if (B <= 8) evt_llm_gemv_stream<MODE, 1>(a);
-        else if (B <= 16) evt_llm_gemv_stream<MODE, 2>(a);
-        else if (MODE == 2 || B <= 32) evt_llm_gemv_stream<MODE, 4>(a);
-        else evt_llm_gemv_stream<MODE, MODE == 2 ? 4 : 8>(a);
-        return;
-    }
     uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
                    (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
-    if ((K & 31) || (al & 15) || (blockDim.x & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
+    if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
     int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
     if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM>(a); return; }
     /* larger batches: several row tiles per warp share each x fragment */
@@ -557,13 +557,13 @@ __device__ __noinline__ void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<
 __device__ __noinline__ void rms_linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, true>(a); }
 __device__ __noinline__ void rms_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, true>(a); }
 
-/* Prefetch hooks (the leader, before its waits): the stream's first stages
-   into shared memory, or (tasks the stream does not take, and the fused-norm
-   tiles) an L2 prefetch of the rows of the weights, t[1] (and t[2]). */
+/* Prefetch hooks (the leader, before its waits): an L2 prefetch of the rows
+   of the weights, t[1] (and t[2]), unless they come through the stream. */
 template <int MODE, bool NORM>
 __device__ __forceinline__ void evt_llm_prefetch(const evt_task_args *a)
 {
-    if (!NORM && evt_llm_stream_prefetch<MODE>(a)) return;
+    evt_stream_plan P;
+    if (!NORM && a->stream && evt_llm_stream_plan<MODE>(a, &P)) return;
     for (int w = 1; w <= (MODE == 2 ? 2 : 1); w++)
         evt_llm_prefetch_rows((const evt_bf16 *)a->t[w].ptr, a->t[w].dim[0], a->t[w].dim[1], a->coord[0], a->iarg[0]);
 }
@@ -573,10 +573,16 @@ __device__ void mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<
 __device__ void rms_linear_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<0, true>(a); }
 __device__ void rms_mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<2, true>(a); }
 
-#if EVT_LLM_TMA /* worker start and exit (the generated kernel calls these): the ring's barriers */
-#define EVT_TILES_WORKER_BEGIN() evt_llm_worker_begin()
-#define EVT_TILES_WORKER_END() evt_llm_worker_end()
-#endif
+/* Weight-stream plans (the producer warp and the streamed tiles call them),
+   and the streamed tiles: false when the plan streams nothing (the dispatch
+   then runs the tile itself). Separate functions: the compiler allocates
+   each one's registers on its own. */
+__device__ int linear_stream_cuda(const evt_task_args *a, evt_stream_plan *P) { return evt_llm_stream_plan<0>(a, P); }
+__device__ int linear_res_stream_cuda(const evt_task_args *a, evt_stream_plan *P) { return evt_llm_stream_plan<1>(a, P); }
+__device__ int mlp_up_stream_cuda(const evt_task_args *a, evt_stream_plan *P) { return evt_llm_stream_plan<2>(a, P); }
+__device__ __noinline__ int linear_streamed_cuda(const evt_task_args *a) { return evt_llm_gemv_stream<0>(a); }
+__device__ __noinline__ int linear_res_streamed_cuda(const evt_task_args *a) { return evt_llm_gemv_stream<1>(a); }
+__device__ __noinline__ int mlp_up_streamed_cuda(const evt_task_args *a) { return evt_llm_gemv_stream<2>(a); }
 
 /* ------------------------------------------------------------- rope ---- */
 /* RMSNorm of in[0..hd) (weight w), rotate-half RoPE at position p; calls
@@ -586,11 +592,11 @@ __device__ __forceinline__ void evt_llm_norm_rope(const evt_bf16 *in, const evt_
                                                   int64_t eps_e12, int64_t theta, F emit)
 {
     float ss = 0;
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) { float v = evt_llm_ld(in, i); ss += v * v; }
+    for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { float v = evt_llm_ld(in, i); ss += v * v; }
     ss = evt_llm_block_sum(ss);
     float s = 1.0f / sqrtf(ss / (float)hd + (float)eps_e12 * 1e-12f);
     int64_t half = hd / 2;
-    for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+    for (int64_t i = threadIdx.x; i < half; i += evt_tile_threads()) {
         float v0 = evt_llm_ld(in, i) * s * __bfloat162float(__ldg(w + i));
         float v1 = evt_llm_ld(in, i + half) * s * __bfloat162float(__ldg(w + i + half));
         double inv = pow((double)theta, -2.0 * (double)i / (double)hd);
@@ -612,9 +618,9 @@ __device__ __forceinline__ void evt_llm_group_norm_rope(const evt_bf16 *qin, int
                                                         int64_t eps_e12, int64_t theta, evt_bf16 *qout, evt_bf16 *kout)
 {
     int64_t V = G + (kin ? 1 : 0), half = hd / 2;
-    int warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    int warp = threadIdx.x >> 5, nw = (evt_tile_threads() + 31) >> 5;
     float *sums = evt_llm_smem, *scale = evt_llm_smem + 9 * 32, *tab = evt_llm_smem + 320; /* [9][32], [9], cos | sin */
-    for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+    for (int64_t i = threadIdx.x; i < half; i += evt_tile_threads()) {
         double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;
         sincos((double)p * inv, &sn, &cs);
         tab[i] = (float)cs;
@@ -623,18 +629,18 @@ __device__ __forceinline__ void evt_llm_group_norm_rope(const evt_bf16 *qin, int
     for (int64_t v = 0; v < V; v++) {
         const evt_bf16 *in = v < G ? qin + v * hd : kin;
         float ss = 0;
-        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) { float x = evt_llm_ld(in, i); ss += x * x; }
+        for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { float x = evt_llm_ld(in, i); ss += x * x; }
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         if ((threadIdx.x & 31) == 0) sums[v * 32 + warp] = ss;
     }
-    __syncthreads();
+    evt_tile_sync();
     if (threadIdx.x < V) {
         float t = 0;
         for (int w = 0; w < nw; w++) t += sums[threadIdx.x * 32 + w];
         scale[threadIdx.x] = 1.0f / sqrtf(t / (float)hd + (float)eps_e12 * 1e-12f);
     }
-    __syncthreads();
-    for (int64_t e = threadIdx.x; e < V * half; e += blockDim.x) {
+    evt_tile_sync();
+    for (int64_t e = threadIdx.x; e < V * half; e += evt_tile_threads()) {
         int64_t v = e / half, i = e % half;
         const evt_bf16 *in = v < G ? qin + v * hd : kin, *w = v < G ? wq : wk;
         evt_bf16 *out = v < G ? qout + v * hd : kout;
@@ -670,7 +676,7 @@ __device__ __noinline__ void k_rope_append_cuda(const evt_task_args *a)
     evt_llm_norm_rope(qkv + b * N + (nh + g) * hd, w, hd, p, a->iarg[1], a->iarg[2],
                       [&](int64_t i, float v) { evt_llm_st(kd, i, v); });
     const evt_bf16 *vs = qkv + b * N + (nh + nkv + g) * hd;
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) vc[off + i] = vs[i];
+    for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) vc[off + i] = vs[i];
 }
 
 /* attention: attn_split, attn_rope_split, attn_merge, attn_merge_group */
@@ -686,9 +692,9 @@ __device__ __forceinline__ void evt_llm_block_argmax(float &v, int32_t &ix)
         int32_t i2 = __shfl_xor_sync(0xffffffffu, ix, o);
         if (v2 > v || (v2 == v && i2 < ix)) { v = v2; ix = i2; }
     }
-    int warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    int warp = threadIdx.x >> 5, nw = (evt_tile_threads() + 31) >> 5;
     if ((threadIdx.x & 31) == 0) { evt_llm_smem[warp] = v; ((int32_t *)evt_llm_smem)[32 + warp] = ix; }
-    __syncthreads();
+    evt_tile_sync();
     v = -INFINITY;
     ix = INT32_MAX;
     for (int w = 0; w < nw; w++) {
@@ -696,7 +702,7 @@ __device__ __forceinline__ void evt_llm_block_argmax(float &v, int32_t &ix)
         int32_t i2 = ((int32_t *)evt_llm_smem)[32 + w];
         if (v2 > v || (v2 == v && i2 < ix)) { v = v2; ix = i2; }
     }
-    __syncthreads();
+    evt_tile_sync();
 }
 
 __device__ __noinline__ void argmax_part_cuda(const evt_task_args *a)
@@ -708,7 +714,7 @@ __device__ __noinline__ void argmax_part_cuda(const evt_task_args *a)
     evt_llm_tile_rows(c, NC, V, &v0, &e);
     float best = -INFINITY;
     int32_t bi = INT32_MAX;
-    for (int64_t v = v0 + threadIdx.x; v < e; v += blockDim.x) {
+    for (int64_t v = v0 + threadIdx.x; v < e; v += evt_tile_threads()) {
         float x = evt_llm_ld(logits, b * V + v);
         if (x > best) { best = x; bi = (int32_t)v; }
     }
@@ -727,7 +733,7 @@ __device__ __noinline__ void argmax_final_cuda(const evt_task_args *a)
     int64_t b = a->coord[0], NC = a->t[0].dim[1];
     float best = -INFINITY;
     int32_t bc = INT32_MAX; /* chunk index: chunks are in index order */
-    for (int64_t c = threadIdx.x; c < NC; c += blockDim.x) {
+    for (int64_t c = threadIdx.x; c < NC; c += evt_tile_threads()) {
         float x = pv[b * NC + c];
         if (x > best) { best = x; bc = (int32_t)c; }
     }

@@ -38,7 +38,7 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
 {
     const float LN2 = 0.6931471805599453f;
     int64_t hd = 8 * lpp;
-    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31, part = lane % lpp;
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, part = lane % lpp;
     /* the lane groups of a warp share m: sum their l and o */
     for (int off = lpp; off < 32; off <<= 1) {
 #pragma unroll
@@ -58,7 +58,7 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
             for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
         }
     }
-    __syncthreads();
+    evt_tile_sync();
     float *wt = sm + nwarps * G * (hd + 2); /* [G][nwarps + 1]: each warp's weight, then the max */
     if (threadIdx.x < G) {
         int i = threadIdx.x;
@@ -73,15 +73,15 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
         }
         wt[i * (nwarps + 1) + nwarps] = M;
     }
-    __syncthreads();
-    for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) {
+    evt_tile_sync();
+    for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) {
         int64_t i = e / (hd + 2), c = e % (hd + 2);
         const float *wi = wt + i * (nwarps + 1);
         float acc = 0;
         for (int w = 0; w < nwarps; w++) acc += sm[(w * G + i) * (hd + 2) + c] * wi[w];
         dst[i * dstride + c] = c == 0 ? wi[nwarps] * LN2 : acc;
     }
-    __syncthreads(); /* the merge area is reused by the next call */
+    evt_tile_sync(); /* the merge area is reused by the next call */
 }
 
 /* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256.
@@ -104,7 +104,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     const float LOG2E = 1.4426950408889634f;
     int64_t hd = io.hd;
     int lpp = (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
-    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
     int sub = lane / lpp, part = lane % lpp;
     float qscale = LOG2E / sqrtf((float)hd);
     float qf[G][8], m[G], l[G], o[G][8];
@@ -199,17 +199,17 @@ __device__ __forceinline__ void evt_llm_attn_slow(const evt_llm_attn_io &io, int
 {
     int64_t hd = io.hd;
     float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, l = 0;
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = 0;
+    for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) dst[2 + i] = 0;
     for (int64_t t = lo; t < hi; t++) {
         bool nw = t == io.pnew;
         const evt_bf16 *kp = nw ? io.knew : io.kc + evt_llm_cache_off(io.bt, io.MP, io.PS, io.nkv, hd, io.b, t, io.g);
         const evt_bf16 *vp = nw ? io.vnew : io.vc + (kp - io.kc);
         float d = 0;
-        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) d += __bfloat162float(io.q[i]) * __bfloat162float(kp[i]);
+        for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) d += __bfloat162float(io.q[i]) * __bfloat162float(kp[i]);
         d = evt_llm_block_sum(d);
         float sc = d * scale, mn = sc > m ? sc : m, corr = expf(m - mn), p = expf(sc - mn);
         l = l * corr + p;
-        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) dst[2 + i] = dst[2 + i] * corr + p * __bfloat162float(vp[i]);
+        for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) dst[2 + i] = dst[2 + i] * corr + p * __bfloat162float(vp[i]);
         m = mn;
     }
     if (threadIdx.x == 0) { dst[0] = m; dst[1] = l; }
@@ -228,10 +228,10 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
                                                int64_t dstride, bool aligned)
 {
     int64_t hd = io.hd, lpp = hd / 8;
-    bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (blockDim.x & 31) == 0 &&
-                (G == 1 || G == 2 || G == 4) && (int64_t)(blockDim.x >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF;
+    bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (evt_tile_threads() & 31) == 0 &&
+                (G == 1 || G == 2 || G == 4) && (int64_t)(evt_tile_threads() >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF;
     if (lo >= hi) {
-        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x)
+        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads())
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
         return;
     }
@@ -243,7 +243,7 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
             evt_llm_attn_io one = io;
             one.q = io.q + i * hd;
             evt_llm_attn_slow(one, lo, hi, dst + i * dstride);
-            __syncthreads();
+            evt_tile_sync();
         }
 }
 
@@ -284,7 +284,7 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + G * hd, *sv = sk + hd;
     bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
     if (!room) { /* the builder refuses such shapes; never a silent result */
-        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += blockDim.x) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
+        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
         return;
     }
     bool has_new = lo <= p && p < hi;
@@ -292,8 +292,8 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
         evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, p,
                                 a->iarg[0], a->iarg[1], sq, sk);
         if (has_new)
-            for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) sv[i] = qkv[b * N + (nh + nkv + g) * hd + i];
-        __syncthreads();
+            for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) sv[i] = qkv[b * N + (nh + nkv + g) * hd + i];
+        evt_tile_sync();
     }
     evt_llm_attn_io io;
     io.q = sq; io.kc = kc; io.vc = vc; io.knew = sk; io.vnew = sv;
@@ -302,7 +302,7 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     io.b = b; io.g = g; io.pnew = has_new ? p : -1;
     if (has_new) { /* the group's task writes the new k, v; no task of this launch reads position p from the cache */
         int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g);
-        for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
+        for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
     }
     evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15));
 }
@@ -315,7 +315,7 @@ __device__ __forceinline__ void evt_llm_merge_heads(const evt_task_args *a, int6
     evt_bf16 *o = (evt_bf16 *)a->t[1].ptr;
     int64_t nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
     if (h0 + G > nh) G = nh - h0;
-    for (int64_t e = threadIdx.x; e < G * hd; e += blockDim.x) {
+    for (int64_t e = threadIdx.x; e < G * hd; e += evt_tile_threads()) {
         int64_t h = h0 + e / hd, i = e % hd;
         const float *p = part + (b * nh + h) * S * (hd + 2);
         float M = -INFINITY, L = 0, acc = 0;

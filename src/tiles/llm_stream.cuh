@@ -1,337 +1,157 @@
-/* llm_stream.cuh — the weight stream of the linear tiles (CUDA, sm_90): a
- * task's weight rows travel from HBM into a ring of shared-memory slots
- * through bulk asynchronous copies (cp.async.bulk, the TMA engine), and the
- * tensor-core GEMV reads them from there. Included by llm.cuh.
+/* llm_stream.cuh — the linear tiles' side of the weight stream (CUDA,
+ * sm_90; src/device/evt_stream.h is the machinery). Included by llm.cuh.
  *
- * Opt-in (-DEVT_LLM_TMA=1), and slower than the register path it would
- * replace. The idea: the ring keeps up to EVT_LLM_RING_SLOTS x 18 KB in
- * flight per SM, issued by one warp, and the first slots fill while the task
- * still waits for its inputs. Measured on an H200 (bench/RESULTS.md): qwen3-8b
- * mlp_up 199 us against 56 us with register loads. A stream of 1 KB bulk
- * copies moves ~2 TB/s over 132 SMs, 16-32 KB copies 3.2-4.1 TB/s, so the
- * per-row copies of a row-major W cap it; a tiled weight layout (a stage one
- * contiguous copy) is what it needs. Kept, tested by tests/gpu/run.sh, as
- * the base for that.
+ * Plan (linear, linear_res, mlp_up; evt_llm_stream_plan): tile nb of T owns
+ * rows [n0, n1) of W (N x K, row-major). For B <= EVT_LLM_STREAM_MAX_B the
+ * rows stream in row groups of 16 (K <= 1024: 16 whole rows are one 32 KB
+ * copy) or 8 (whole rows up to K = 2048, else 4 KB column blocks of the 8
+ * rows); mlp_up streams its gate and up rows unit by unit. Larger batches
+ * are not streamed: the register path (llm.cuh) runs them.
  *
- * Stages. Tile nb of T owns rows [n0, n1) of W (N x K, row-major). A stage is
- * 16 rows x kc columns of each weight (kc = 512 for linear / linear_res,
- * 256 for mlp_up's gate and up), one bulk copy per row, rows padded by 64
- * bytes in the slot so the mma fragment loads are free of bank conflicts.
- * Stages run row tile by row tile, k block by k block.
- *
- * Ring protocol (per worker, state in evt_llm_pipe): stage sequence numbers
- * grow across the worker's tasks; stage seq lives in slot seq % S. full[slot]
- * (1 arrival + the copy bytes) completes when a stage has landed; empty[slot]
- * (one arrival per warp) when every warp has read it. Use j of a slot waits
- * full phase j (parity j & 1); refilling it for use j + 1 waits empty phase j.
- * Warp 0 is the producer: it issues the first stages (in the prefetch hook or
- * at the tile's start) and refills slot s % S with stage s + S after it has
- * read stage s. The ring belongs to one task at a time (tag = its first
- * weight and first row): a task that prefetched and then was skipped leaves
- * stages in flight, which the next user (or the worker's exit) drains.
+ * Compute (evt_llm_gemv_streamed): mma.sync m16n8k16 with x as the A
+ * operand (16 batch rows, zero beyond B) and 8 weight rows as the B operand
+ * (row groups of 16: two such tiles sharing each x fragment). K is permuted
+ * identically in both operands, so each lane reads 16 contiguous bytes of an
+ * x row (global memory, produced in the launch: plain loads) and of a
+ * weight row (the slot) per 32-column step. Every compute warp takes an
+ * equal run of the steps of every chunk and keeps its partial sums over the
+ * row group's column blocks in registers; at the end of a row group the
+ * warps' partials meet in shared memory and are summed in warp order (the
+ * same order every run: results are reproducible bit for bit).
  */
 #ifndef EVT_TILE_LLM_STREAM_CUH
 #define EVT_TILE_LLM_STREAM_CUH
 
-#ifndef EVT_LLM_RING_SLOTS
-#if defined(EVT_MIN_BLOCKS) && EVT_MIN_BLOCKS > 1
-#define EVT_LLM_RING_SLOTS 4 /* two workers per SM must share the shared memory */
-#else
-#define EVT_LLM_RING_SLOTS 8
+#ifndef EVT_LLM_STREAM_UNROLL
+#define EVT_LLM_STREAM_UNROLL 4 /* 32-column steps whose x loads a warp issues together */
 #endif
-#endif
-#define EVT_LLM_SLOT_BYTES 18432 /* 32 rows x (256 x 2 + 64) = 16 rows x (512 x 2 + 64) + 1 KB */
-#define EVT_LLM_RING_BYTES (EVT_LLM_RING_SLOTS * EVT_LLM_SLOT_BYTES)
-
-/* Dynamic shared memory every worker of a program that includes llm.cuh
- * gets (the runtime reads evt_dyn_smem_bytes from the module). */
-#if EVT_LLM_TMA
-#undef EVT_TILES_DYN_SMEM
-#define EVT_TILES_DYN_SMEM EVT_LLM_RING_BYTES
+#ifndef EVT_LLM_STREAM_MAX_B
+#define EVT_LLM_STREAM_MAX_B 16 /* batch rows the streamed GEMV takes (x is reread per row group) */
 #endif
 
-extern __shared__ __align__(128) unsigned char evt_dyn_smem[];
-
-struct evt_llm_pipe_state {
-    uint64_t full[EVT_LLM_RING_SLOTS], empty[EVT_LLM_RING_SLOTS];
-    uint32_t issued, consumed;  /* stage sequence numbers */
-    uint32_t seq0;              /* sequence number of the owning task's stage 0 */
-    int32_t next;               /* the owning task's next stage to issue */
-    const void *tag;            /* owning task: first weight, first row (NULL: none) */
-    int64_t tag_n0;
-};
-static __shared__ evt_llm_pipe_state evt_llm_pipe;
-
-/* One task's stages (every thread computes the same plan). */
-struct evt_llm_plan {
-    const char *w[2];
-    int64_t K, n0, n1, kc, nkb, pitch;
-    int32_t nst, nw;
-};
-
-__device__ __forceinline__ uint32_t evt_llm_saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void evt_llm_mbar_init(uint64_t *bar, uint32_t count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(evt_llm_saddr(bar)), "r"(count) : "memory");
-}
-
-/* Waits until the phase of parity `parity` of bar has completed. A stuck
- * ring is an internal bug: after 10 s the kernel traps (an error the
- * runtime reports) instead of hanging. */
-__device__ __forceinline__ void evt_llm_mbar_wait(uint64_t *bar, uint32_t parity)
-{
-    uint32_t a = evt_llm_saddr(bar), ok;
-    uint64_t t0 = 0;
-    for (int spin = 0;; spin++) {
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                     : "=r"(ok) : "r"(a), "r"(parity) : "memory");
-        if (ok) return;
-        if ((spin & 1023) == 1023) {
-            uint64_t t;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-            if (!t0) t0 = t;
-            else if (t - t0 > 10000000000ull) __trap();
-        }
-    }
-}
-
-__device__ __forceinline__ void evt_llm_mbar_arrive(uint64_t *bar, uint32_t count)
-{
-    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(evt_llm_saddr(bar)), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void evt_llm_mbar_expect(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(evt_llm_saddr(bar)), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void evt_llm_bulk_copy(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(evt_llm_saddr(dst)), "l"(src), "r"(bytes), "r"(evt_llm_saddr(bar)) : "memory");
-}
-
-/* Worker start (all threads; the kernel synchronises after it). */
-__device__ __forceinline__ void evt_llm_worker_begin(void)
-{
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < EVT_LLM_RING_SLOTS; i++) {
-            evt_llm_mbar_init(&evt_llm_pipe.full[i], 1);
-            evt_llm_mbar_init(&evt_llm_pipe.empty[i], blockDim.x / 32);
-        }
-        evt_llm_pipe.issued = evt_llm_pipe.consumed = evt_llm_pipe.seq0 = 0;
-        evt_llm_pipe.next = 0;
-        evt_llm_pipe.tag = NULL;
-        evt_llm_pipe.tag_n0 = 0;
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-}
-
-/* One thread: waits for stages still in flight (a task that prefetched and
- * was then skipped) and releases their slots. */
-__device__ __forceinline__ void evt_llm_drain(void)
-{
-    evt_llm_pipe_state *P = &evt_llm_pipe;
-    for (uint32_t s = P->consumed; s != P->issued; s++) {
-        uint32_t slot = s % EVT_LLM_RING_SLOTS;
-        evt_llm_mbar_wait(&P->full[slot], (s / EVT_LLM_RING_SLOTS) & 1);
-        evt_llm_mbar_arrive(&P->empty[slot], blockDim.x / 32);
-    }
-    P->consumed = P->issued;
-    P->tag = NULL;
-}
-
-/* Worker exit: nothing may land in shared memory after the block ends. */
-__device__ __forceinline__ void evt_llm_worker_end(void)
-{
-    if (threadIdx.x == 0 && evt_llm_pipe.tag) evt_llm_drain();
-}
-
-__device__ __forceinline__ void evt_llm_plan_of(const evt_task_args *a, int nw, evt_llm_plan *p)
-{
-    int64_t N = a->t[1].dim[0];
-    p->w[0] = (const char *)a->t[1].ptr;
-    p->w[1] = nw > 1 ? (const char *)a->t[2].ptr : p->w[0];
-    p->nw = nw;
-    p->K = a->t[0].dim[1];
-    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &p->n0, &p->n1);
-    p->kc = nw > 1 ? 256 : 512;
-    if (p->kc > p->K) p->kc = p->K;
-    p->pitch = p->kc * 2 + 64;
-    p->nkb = (p->K + p->kc - 1) / p->kc;
-    p->nst = p->n1 > p->n0 ? (int32_t)(((p->n1 - p->n0 + 15) / 16) * p->nkb) : 0;
-}
-
-/* The calling lanes of warp 0 (all 32 in the tile, the leader alone in the
- * prefetch hook): issue stage s of plan p as sequence number seq. */
-__device__ __forceinline__ void evt_llm_issue(const evt_llm_plan *p, int32_t s, uint32_t seq)
-{
-    evt_llm_pipe_state *P = &evt_llm_pipe;
-    unsigned m = __activemask();
-    int lane = __popc(m & ((1u << (threadIdx.x & 31)) - 1)), nl = __popc(m); /* rank among the callers */
-    uint32_t slot = seq % EVT_LLM_RING_SLOTS;
-    if (seq >= EVT_LLM_RING_SLOTS) evt_llm_mbar_wait(&P->empty[slot], (seq / EVT_LLM_RING_SLOTS - 1) & 1);
-    int64_t r0 = p->n0 + (s / p->nkb) * 16, k0 = (s % p->nkb) * p->kc;
-    int nr = (int)(p->n1 - r0 < 16 ? p->n1 - r0 : 16);
-    uint32_t kb = (uint32_t)((p->K - k0 < p->kc ? p->K - k0 : p->kc) * 2);
-    if (lane == 0) evt_llm_mbar_expect(&P->full[slot], kb * nr * p->nw);
-    __syncwarp(m);
-    unsigned char *base = evt_dyn_smem + slot * EVT_LLM_SLOT_BYTES;
-    for (int i = lane; i < nr * p->nw; i += nl) {
-        int w = i / nr, r = i % nr;
-        evt_llm_bulk_copy(base + (w * 16 + r) * p->pitch, p->w[w] + ((r0 + r) * p->K + k0) * 2, kb, &P->full[slot]);
-    }
-}
-
-/* The calling lanes of warp 0: make the ring hold plan p's stages, issuing
- * up to a full ring of them. Called by the prefetch hook (the leader) and by
- * the tile (warp 0). */
-__device__ __forceinline__ void evt_llm_stream_begin(const evt_llm_plan *p)
-{
-    evt_llm_pipe_state *P = &evt_llm_pipe;
-    unsigned m = __activemask();
-    int lane = __popc(m & ((1u << (threadIdx.x & 31)) - 1));
-    if (!(P->tag == p->w[0] && P->tag_n0 == p->n0)) {
-        __syncwarp(m);
-        if (lane == 0) {
-            if (P->tag) evt_llm_drain();
-            P->tag = p->w[0];
-            P->tag_n0 = p->n0;
-            P->seq0 = P->issued;
-            P->next = 0;
-        }
-        __syncwarp(m);
-    }
-    while (P->next < p->nst && P->issued - P->consumed < EVT_LLM_RING_SLOTS) {
-        evt_llm_issue(p, P->next, P->issued);
-        __syncwarp(m);
-        if (lane == 0) { P->next++; P->issued++; }
-        __syncwarp(m);
-    }
-}
-
-/* The GEMV over the ring: rows [n0, n1) x batches [0, B), B <= 8 * NB8.
- * Each warp takes chunks warp, warp + nwarps, ... (32 columns each) of every
- * stage; partial sums meet in shared memory at the end of each row tile. */
-template <int MODE, int NB8>
-__device__ __forceinline__ void evt_llm_gemv_stream(const evt_task_args *a)
+/* The plan of a linear-family task (0: not streamed). Producer and tile
+ * both call it. */
+template <int MODE>
+__device__ __forceinline__ int evt_llm_stream_plan(const evt_task_args *a, evt_stream_plan *P)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
-    constexpr int CPW = NW == 1 ? 2 : 1; /* chunks per warp per stage (8 warps) */
-    evt_llm_pipe_state *P = &evt_llm_pipe;
-    evt_llm_plan p;
-    evt_llm_plan_of(a, NW, &p);
-    if (!p.nst) return;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (NW > 1 ? (uintptr_t)a->t[2].ptr : 0);
+    P->nchunks = 0;
+    if (B < 1 || B > EVT_LLM_STREAM_MAX_B || B > 16 || (K & 31) || (al & 15) || (evt_tile_threads() & 31)) return 0;
+    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    int rb = K * 2 * 16 <= EVT_STREAM_SLOT_BYTES ? 16 : 8;
+    return evt_stream_band(P, a->t[1].ptr, NW > 1 ? a->t[2].ptr : a->t[1].ptr, NW, K * 2, n0, n1 - n0, rb);
+}
+
+#if EVT_STREAM && !defined(EVT_NOGEMV)
+/* RT: 8-row weight tiles per row group (rb = 8 * RT); XB: 8-row halves of
+ * the batch (B <= 8 * XB). */
+template <int MODE, int RT, int XB>
+__device__ __forceinline__ void evt_llm_gemv_streamed(const evt_task_args *a, const evt_stream_plan &P)
+{
+    constexpr int NW = MODE == 2 ? 2 : 1, UN = EVT_LLM_STREAM_UNROLL;
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr;
-    int64_t B = a->t[0].dim[0], K = p.K;
-    int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    if (warp == 0) evt_llm_stream_begin(&p);
-    __syncthreads(); /* seq0 */
-    uint32_t seq0 = P->seq0;
+    const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
+    const int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const uint32_t seq0 = evt_stream_begin();
     const uint4 z = make_uint4(0, 0, 0, 0);
-    float acc[NW][NB8][4];
-    float *part = evt_llm_smem; /* [warp][NW][NB8][4][32] */
-    for (int32_t s = 0; s < p.nst; s++) {
-        int64_t kb = s % p.nkb, rt = s / p.nkb, k0 = kb * p.kc;
-        int64_t kw = K - k0 < p.kc ? K - k0 : p.kc;
-        if (kb == 0) {
+    const bool xok0 = g < B, xok1 = XB > 1 && g + 8 < B;
+    const evt_bf16 *x0 = x + (int64_t)g * K + 8 * t, *x1 = x + (int64_t)(g + 8) * K + 8 * t;
+    float *part = evt_llm_smem; /* [nwarps][NW][RT][4][32] */
+    float acc[NW][RT][4];
+    const int nunits = P.nrg * P.nkb;
+    for (int u = 0; u < nunits; u++) {
+        evt_stream_chunk k = evt_stream_chunk_of(&P, u * NW);
+        const int64_t k0 = (int64_t)k.kb * (P.cb / 2);
+        const int steps = k.bytes / 64, s0 = warp * steps / nwarps, s1 = (warp + 1) * steps / nwarps;
+        if (k.kb == 0) {
 #pragma unroll
-            for (int q = 0; q < NW; q++)
+            for (int m = 0; m < NW; m++)
 #pragma unroll
-                for (int j = 0; j < NB8; j++)
+                for (int r = 0; r < RT; r++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) acc[q][j][e] = 0.f;
+                    for (int e = 0; e < 4; e++) acc[m][r][e] = 0.f;
         }
-        /* x fragments first: their latency overlaps the wait for the stage */
-        uint4 xv[CPW][NB8];
+        const unsigned char *base[NW];
+        for (int s = s0; s < s1 || s == s0; s += UN) {
+            /* x first: its loads are in flight while the chunk lands */
+            uint4 xa[UN][XB];
 #pragma unroll
-        for (int c = 0; c < CPW; c++) {
-            int64_t ch = warp + c * nwarps, k = k0 + ch * 32 + 8 * t;
-#pragma unroll
-            for (int j = 0; j < NB8; j++) {
-                int64_t b = 8 * j + g;
-                xv[c][j] = ch * 32 < kw && b < B ? evt_llm_ldx(x + b * K + k) : z;
+            for (int j = 0; j < UN; j++) {
+                bool ok = s + j < s1;
+                int64_t kk = k0 + (int64_t)(s + j) * 32;
+                xa[j][0] = ok && xok0 ? evt_llm_ldx(x0 + kk) : z;
+                if (XB > 1) xa[j][XB - 1] = ok && xok1 ? evt_llm_ldx(x1 + kk) : z;
             }
-        }
-        uint32_t seq = seq0 + (uint32_t)s, slot = seq % EVT_LLM_RING_SLOTS;
-        evt_llm_mbar_wait(&P->full[slot], (seq / EVT_LLM_RING_SLOTS) & 1);
-        const unsigned char *base = evt_dyn_smem + slot * EVT_LLM_SLOT_BYTES;
+            if (s == s0)
 #pragma unroll
-        for (int c = 0; c < CPW; c++) {
-            int64_t ch = warp + c * nwarps;
-            if (ch * 32 >= kw) break;
+                for (int m = 0; m < NW; m++) base[m] = evt_stream_wait(seq0 + (uint32_t)(u * NW + m));
 #pragma unroll
-            for (int q = 0; q < NW; q++) {
-                const unsigned char *row = base + (q * 16 + g) * p.pitch + ch * 64 + 16 * t;
-                uint4 w0 = *(const uint4 *)row, w1 = *(const uint4 *)(row + 8 * p.pitch);
+            for (int j = 0; j < UN; j++) {
+                if (s + j >= s1) break;
+                uint32_t a1x = XB > 1 ? xa[j][XB - 1].x : 0u, a1y = XB > 1 ? xa[j][XB - 1].y : 0u;
+                uint32_t a1z = XB > 1 ? xa[j][XB - 1].z : 0u, a1w = XB > 1 ? xa[j][XB - 1].w : 0u;
 #pragma unroll
-                for (int j = 0; j < NB8; j++) {
-                    evt_llm_mma(acc[q][j], w0.x, w1.x, w0.y, w1.y, xv[c][j].x, xv[c][j].y);
-                    evt_llm_mma(acc[q][j], w0.z, w1.z, w0.w, w1.w, xv[c][j].z, xv[c][j].w);
-                }
+                for (int m = 0; m < NW; m++)
+#pragma unroll
+                    for (int r = 0; r < RT; r++) {
+                        int row = r * 8 + g;
+                        uint4 w = row < k.nr ? *(const uint4 *)(base[m] + (size_t)row * k.bytes + (s + j) * 64 + 16 * t) : z;
+                        evt_llm_mma(acc[m][r], xa[j][0].x, a1x, xa[j][0].y, a1y, w.x, w.y);
+                        evt_llm_mma(acc[m][r], xa[j][0].z, a1z, xa[j][0].w, a1w, w.z, w.w);
+                    }
             }
+            if (s1 <= s0) break;
         }
-        __syncwarp();
-        if (lane == 0) evt_llm_mbar_arrive(&P->empty[slot], 1);
-        /* the producer refills: stage P->next reuses the slot of stage
-           P->next - S, which every warp has read once it arrives */
-        if (warp == 0 && P->next < p.nst) {
-            evt_llm_issue(&p, P->next, seq0 + (uint32_t)P->next);
-            __syncwarp();
-            if (lane == 0) { P->next++; P->issued++; }
-            __syncwarp();
-        }
-        if (kb == p.nkb - 1) { /* row tile done: sum the warps' partials */
 #pragma unroll
-            for (int q = 0; q < NW; q++)
+        for (int m = 0; m < NW; m++) evt_stream_release(seq0 + (uint32_t)(u * NW + m));
+        if (k.kb != P.nkb - 1) continue;
+        /* row group done: the warps' partials, summed in warp order */
 #pragma unroll
-                for (int j = 0; j < NB8; j++)
+        for (int m = 0; m < NW; m++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) part[(((warp * NW + q) * NB8 + j) * 4 + e) * 32 + lane] = acc[q][j][e];
-            __syncthreads();
-            int64_t r0 = p.n0 + rt * 16;
-            for (int i = threadIdx.x; i < NB8 * 128; i += blockDim.x) {
-                int j = i / 128, e = (i / 32) % 4, l = i % 32;
-                int64_t n = r0 + (l >> 2) + (e >> 1) * 8, b = 8 * j + 2 * (l & 3) + (e & 1);
-                if (n >= p.n1 || b >= B) continue;
-                float s0 = 0.f, s1 = 0.f;
-                for (int w = 0; w < nwarps; w++) {
-                    s0 += part[(((w * NW + 0) * NB8 + j) * 4 + e) * 32 + l];
-                    s1 += part[(((w * NW + NW - 1) * NB8 + j) * 4 + e) * 32 + l];
-                }
-                evt_llm_out<MODE>(a, b, n, s0, s1);
+            for (int r = 0; r < RT; r++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) part[(((warp * NW + m) * RT + r) * 4 + e) * 32 + lane] = acc[m][r][e];
+        evt_tile_sync();
+        for (int i = threadIdx.x; i < RT * 128; i += evt_tile_threads()) {
+            int r = i / 128, e = (i / 32) % 4, l = i % 32;
+            int64_t b = (l >> 2) + 8 * (e >> 1), row = r * 8 + 2 * (l & 3) + (e & 1);
+            if (b >= B || row >= k.nr) continue;
+            float s0v = 0.f, s1v = 0.f;
+            for (int w = 0; w < nwarps; w++) {
+                s0v += part[(((w * NW + 0) * RT + r) * 4 + e) * 32 + l];
+                s1v += part[(((w * NW + NW - 1) * RT + r) * 4 + e) * 32 + l];
             }
-            __syncthreads();
+            evt_llm_out<MODE>(a, b, k.row + row, s0v, s1v);
         }
+        evt_tile_sync();
     }
-    if (threadIdx.x == 0) {
-        P->consumed = seq0 + (uint32_t)p.nst;
-        P->tag = NULL;
-    }
+    evt_stream_end(seq0, nunits * NW);
 }
 
-/* May this task use the stream? (B, K, alignment, block shape) */
+/* The task's weights came through the stream: run the GEMV on them. Returns
+ * false when the plan streams nothing (the caller takes the register path,
+ * as the producer did not stream either). */
 template <int MODE>
-__device__ __forceinline__ bool evt_llm_stream_ok(const evt_task_args *a)
+__device__ __forceinline__ bool evt_llm_gemv_stream(const evt_task_args *a)
 {
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0);
-    int maxb = MODE == 2 ? 32 : 64;
-    return EVT_LLM_TMA && !(K & 31) && !(al & 15) && blockDim.x == 256 && B <= maxb && B >= 1;
-}
-
-/* Prefetch hook body (the leader): the task's first stages start landing.
- * Returns 0 for a task the stream does not take. */
-template <int MODE>
-__device__ __forceinline__ bool evt_llm_stream_prefetch(const evt_task_args *a)
-{
-    if (!evt_llm_stream_ok<MODE>(a)) return false;
-    evt_llm_plan p;
-    evt_llm_plan_of(a, MODE == 2 ? 2 : 1, &p);
-    if (p.nst) evt_llm_stream_begin(&p);
+    evt_stream_plan P;
+    if (!a->stream || !evt_llm_stream_plan<MODE>(a, &P)) return false;
+    bool wide = EVT_LLM_STREAM_MAX_B > 8 && a->t[0].dim[0] > 8;
+    if (P.rb > 8) {
+        if (wide) evt_llm_gemv_streamed<MODE, 2, 2>(a, P);
+        else evt_llm_gemv_streamed<MODE, 2, 1>(a, P);
+    } else {
+        if (wide) evt_llm_gemv_streamed<MODE, 1, 2>(a, P);
+        else evt_llm_gemv_streamed<MODE, 1, 1>(a, P);
+    }
     return true;
 }
+#else
+template <int MODE>
+__device__ __forceinline__ bool evt_llm_gemv_stream(const evt_task_args *) { return false; }
+#endif
 
 #endif

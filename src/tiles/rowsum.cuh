@@ -6,6 +6,7 @@
  * P is produced in the same launch: read with plain (coherent) loads. */
 #ifndef EVT_TILE_ROWSUM_CUH
 #define EVT_TILE_ROWSUM_CUH
+#include "device/evt_tile.h"
 
 __device__ __forceinline__ void rowsum_partial_cuda(const evt_task_args *a)
 {
@@ -13,7 +14,7 @@ __device__ __forceinline__ void rowsum_partial_cuda(const evt_task_args *a)
     float *P = (float *)a->t[1].ptr;
     int64_t rows = a->t[0].dim[0], cols = a->t[0].dim[1], pj = a->t[1].dim[1];
     int64_t tile = a->iarg[0], i = a->coord[0], j = a->coord[1];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5;
     int64_t c0 = j * tile, c1 = (j + 1) * tile < cols ? (j + 1) * tile : cols;
     int64_t rend = (i + 1) * tile < rows ? (i + 1) * tile : rows;
     /* 8 rows per warp at a time, their loads issued together (a persistent
@@ -44,7 +45,7 @@ __device__ __forceinline__ void rowsum_final_cuda(const evt_task_args *a)
     const float *P = (const float *)a->t[0].ptr;
     float *C = (float *)a->t[1].ptr;
     int64_t rows = a->t[0].dim[0], pj = a->t[0].dim[1], tile = a->iarg[0], i = a->coord[0];
-    for (int64_t r = i * tile + threadIdx.x; r < (i + 1) * tile && r < rows && r < a->t[1].dim[0]; r += blockDim.x) {
+    for (int64_t r = i * tile + threadIdx.x; r < (i + 1) * tile && r < rows && r < a->t[1].dim[0]; r += evt_tile_threads()) {
         float s = 0;
 #pragma unroll 4
         for (int64_t j = 0; j < pj; j++) s += P[r * pj + j];
