@@ -398,6 +398,7 @@ static int cmd_decode(cli *c)
         if (!evt_qwen3_preset(c->model, &cfg) && evt_qwen3_load_config(c->model, &cfg, &d)) { report(&d); evt_diag_free(&d); return 2; }
         evt_qwen3_opts bo = o.build;
         bo.max_ctx = (c->ctx + c->steps + 1 + 1023) / 1024 * 1024; /* as evt_decode does */
+        if (c->copts.stream_weights) bo.prefetch = 1;
         char *text = evt_qwen3_program(&cfg, &bo, &d);
         FILE *f = text ? fopen(c->emit_program, "w") : NULL;
         int ok = f && fputs(text, f) >= 0;

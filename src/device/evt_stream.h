@@ -82,8 +82,10 @@ EVT_STREAM_FN int evt_stream_band(evt_stream_plan *P, const void *m0, const void
 {
     P->nchunks = 0;
     if (nrows <= 0 || rb <= 0 || pitch <= 0 || (pitch & 15) || nmat < 1 || nmat > 2) return 0;
+    /* 32-bit arithmetic below: on the GPU a 64-bit division is a helper call */
+    if (nrows > 0x7fffffff || pitch > 0x7fffffff) return 0;
     if (rb > nrows) rb = (int)nrows;
-    int64_t cb = pitch * rb <= EVT_STREAM_SLOT_BYTES ? pitch : (EVT_STREAM_SLOT_BYTES / rb) & ~(int64_t)63;
+    int cb = pitch * rb <= EVT_STREAM_SLOT_BYTES ? (int)pitch : (EVT_STREAM_SLOT_BYTES / rb) & ~63;
     if (cb < 64) return 0;
     P->mat[0] = (const char *)m0;
     P->mat[1] = (const char *)(nmat > 1 ? m1 : m0);
@@ -93,8 +95,8 @@ EVT_STREAM_FN int evt_stream_band(evt_stream_plan *P, const void *m0, const void
     P->cb = cb;
     P->nmat = nmat;
     P->rb = rb;
-    P->nrg = (int32_t)((nrows + rb - 1) / rb);
-    P->nkb = (int32_t)((pitch + cb - 1) / cb);
+    P->nrg = (int32_t)(((uint32_t)nrows + (uint32_t)rb - 1) / (uint32_t)rb);
+    P->nkb = (int32_t)(((uint32_t)pitch + (uint32_t)cb - 1) / (uint32_t)cb);
     P->pad = 0;
     P->nchunks = P->nrg * P->nkb * nmat;
     return P->nchunks;
@@ -245,11 +247,13 @@ __device__ __forceinline__ void evt_stream_end(uint32_t seq0, int n)
     if (threadIdx.x == 0) evt_stream_s.head = seq0 + (uint32_t)n;
 }
 
-/* Compute warps: chunk seq, once it has landed (NULL if the launch was
- * aborted: the tile's result no longer matters, it must only not hang). */
+/* Compute warps: chunk seq's slot, once the chunk has landed. If the launch
+ * was aborted (or the watchdog fired) it returns at once: the slot then holds
+ * stale bytes, which the tile may read (its result no longer matters; it
+ * must only not hang or fault). */
 __device__ __forceinline__ const unsigned char *evt_stream_wait(uint32_t seq)
 {
-    if (!evt_mbar_wait(&evt_stream_s.full[seq % EVT_STREAM_SLOTS], (seq / EVT_STREAM_SLOTS) & 1)) return nullptr;
+    (void)evt_mbar_wait(&evt_stream_s.full[seq % EVT_STREAM_SLOTS], (seq / EVT_STREAM_SLOTS) & 1);
     return evt_stream_slot(seq);
 }
 /* Compute warps, all lanes: this warp is done with chunk seq. */
