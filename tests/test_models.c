@@ -395,7 +395,7 @@ static void config_and_program(void **state)
     assert_non_null(strstr(text, "attn_rope_split(l0_qkv"));
     assert_null(strstr(text, "for r in [B]"));
     /* attention per kv head (its 2 q heads together), the ready queue under hybrid */
-    assert_non_null(strstr(text, "over (b, g, s) in [B, 2, max(1, 132 / (B * 2))] policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
+    assert_non_null(strstr(text, "over (b, g, s) in [B, 2, min(8, max(1, 132 / (B * 2)))] policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
                                  "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_P[b, g]\n}"));
     /* one merge task per (request, kv group) */
     assert_non_null(strstr(text, "attn_merge_group(l0_part, l0_o, 2) over (b, g) in [B, 2] {\n    wait e0_P[b, g]\n"));

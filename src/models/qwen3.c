@@ -117,6 +117,7 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 }
 
 #define P(...) evt_pr(&o, __VA_ARGS__)
+#define EVT_QWEN3_AUTO_SPLITS_MAX 8 /* adaptive split-KV count's cap (see Sx below) */
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
@@ -137,10 +138,14 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* split-KV partitions: given, or adaptive in B: about target_tasks
        attention tasks (at B = 1, 4 splits were 32 tasks for 132 workers;
        at B = 64, 1 split amortises a task's fixed cost - q/k RoPE, the
-       cross-warp merge - over the whole context) */
+       cross-warp merge - over the whole context), at most
+       EVT_QWEN3_AUTO_SPLITS_MAX: at batch 1, ctx 512, 8 splits of 64
+       positions beat 16 of 32 (qwen3-0.6b 1.986 -> 1.879 ms, qwen3-8b
+       6.134 -> 5.970 ms on an H200, bench/RESULTS.md) */
     char Sx[96];
     if (op.attn_splits > 0) snprintf(Sx, sizeof Sx, "%lld", (long long)op.attn_splits);
-    else snprintf(Sx, sizeof Sx, "max(1, %lld / (B * %lld))", (long long)op.target_tasks, (long long)(op.split_rope ? nh : nkv));
+    else snprintf(Sx, sizeof Sx, "min(%d, max(1, %lld / (B * %lld)))", EVT_QWEN3_AUTO_SPLITS_MAX, (long long)op.target_tasks,
+                  (long long)(op.split_rope ? nh : nkv));
     if (!op.split_rope && ((G + 2) * hd > 4096 || G > 8)) { /* attn_rope_split keeps a group's q heads, k and v in shared memory */
         evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0},
                        "model %s: %lld q heads per kv head of %lld: more than 8 heads or 4096 values per group "
