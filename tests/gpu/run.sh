@@ -20,6 +20,8 @@
 #    qwen3-0.6b and -8b shapes, B = 1 and 8); the streamed GEMV runs in
 #    tests/gpu/decode_check.sh (it needs the megakernel's producer warp)
 # 10. no tile function of a decode megakernel spills registers (ptxas -v)
+# 11. the decode megakernel against the C reference under every schedule,
+#     default build and weight stream (tests/gpu/decode_check.sh)
 # Prints PASS/FAIL per check and a final "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -181,6 +183,14 @@ if EVT_CACHE_DIR=$ART/kc-spills EVT_NVCCFLAGS="-Xptxas -v" EVT_NVCC_LOG="$LOG/pt
 else
     bad "decode kernel build with ptxas -v"
 fi
+
+say "== decode megakernel vs the C reference (tests/gpu/decode_check.sh)"
+out=$(OUT="$LOG" tests/gpu/decode_check.sh 2>&1); echo "$out" >> "$MAIN"
+p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL')
+PASS=$((PASS + p)); FAIL=$((FAIL + f))
+echo "$out" | grep -E '^FAIL' | head -5
+say "decode_check: $p passed, $f failed"
+[ "$p" -gt 0 ] || bad "decode_check ran no case: $(echo "$out" | tail -3 | tr '\n' ' ')"
 
 rm -rf "$ART"
 say "$PASS passed, $FAIL failed"
