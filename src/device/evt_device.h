@@ -180,12 +180,12 @@ EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_fla
 /* Does this worker's producer stream the weights of its streaming calls?
  * (evt_stream.h: static and kernel-by-kernel workers, hybrid's static ones;
  * a dynamic worker does not know its next task.) */
-EVT_DEV int evt_worker_streams(const evt_ctx *C, const evt_worker *W)
+EVT_DEV int evt_worker_streams(const evt_ctx *C, int worker_id)
 {
 #if defined(__CUDACC__) && EVT_STREAM
-    return C->mode == EVT_MODE_STATIC || C->mode == EVT_MODE_KBK || (C->mode == EVT_MODE_HYBRID && W->id < C->nstatic);
+    return C->mode == EVT_MODE_STATIC || C->mode == EVT_MODE_KBK || (C->mode == EVT_MODE_HYBRID && worker_id < C->nstatic);
 #else
-    (void)C; (void)W;
+    (void)C; (void)worker_id;
     return 0;
 #endif
 }

@@ -137,7 +137,7 @@ EVT_NOINLINE void evt_stream_produce(const evt_ctx *C, int kbk_call)
         int64_t n = C->task_base[kbk_call + 1] - C->task_base[kbk_call];
         for (int64_t lin = id; lin < n; lin += gridDim.x)
             if (!evt_stream_task(C, kbk_call, lin, C->ext)) break;
-    } else if (C->mode == EVT_MODE_STATIC || (C->mode == EVT_MODE_HYBRID && id < C->nstatic)) {
+    } else if (evt_worker_streams(C, id)) { /* its static queue */
         int64_t k0 = EVT_RO(C->q_off[id]), k1 = EVT_RO(C->q_off[id + 1]);
         for (int64_t k = k0; k < k1; k++) {
             uint32_t e = EVT_RO(C->q[k]);

@@ -226,11 +226,9 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
     evt_pr(o, "        A->ntensors = %d; A->nints = %d; A->stream = %s;\n", nt, ni, stream);
 }
 
-/* The weight-stream plan of one task of call c (CUDA, streaming calls): the
- * producer warp calls it for the tasks its worker will run (evt_loop.h).
- * Decodes and guards the task as the dispatch does, builds its arguments
- * into *SA and asks the operator for its plan; 0 = nothing to stream. */
-static void emit_plan_body(evt_printer *o, const evt_call *c, const evt_tile_decl *decl, ids *t)
+/* Decodes task lin of call c into v[] and X and returns `ret` when it lies
+ * outside the bound shape (the dispatch and the stream plan alike). */
+static void emit_decode_guard(evt_printer *o, const evt_call *c, ids *t, const char *ret)
 {
     evt_pr(o, "{\n    int64_t v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
     decode(o, c, "qext", t);
@@ -238,7 +236,17 @@ static void emit_plan_body(evt_printer *o, const evt_call *c, const evt_tile_dec
     id(o, t, ID_CALL, c->id);
     evt_pr(o, " * 4;\n    if (");
     for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
-    evt_pr(o, ") return 0; /* the dispatch skips it too */\n    {\n");
+    evt_pr(o, ") %s; /* guard: outside the bound shape */\n", ret);
+}
+
+/* The weight-stream plan of one task of call c (CUDA, streaming calls): the
+ * producer warp calls it for the tasks its worker will run (evt_loop.h).
+ * Decodes and guards the task as the dispatch does, builds its arguments
+ * into *SA and asks the operator for its plan; 0 = nothing to stream. */
+static void emit_plan_body(evt_printer *o, const evt_call *c, const evt_tile_decl *decl, ids *t)
+{
+    emit_decode_guard(o, c, t, "return 0");
+    evt_pr(o, "    {\n");
     emit_args(o, c, "*SA", t, "(int)blockIdx.x", "1");
     evt_pr(o, "        (void)W;\n        return %s_stream_cuda(A, P);\n    }\n}\n\n", decl->name);
 }
@@ -257,19 +265,13 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
 {
     const evt_call_plan *cp = &p->call[c->id];
     const evt_tile_decl *decl = cp->decl;
-    evt_pr(o, "{\n    int64_t v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
-    decode(o, c, "qext", t);
-    evt_pr(o, "    const int64_t *X = C->ext + ");
-    id(o, t, ID_CALL, c->id);
-    evt_pr(o, " * 4;\n    if (");
-    for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
-    evt_pr(o, ") return; /* guard: outside the bound shape */\n");
+    emit_decode_guard(o, c, t, "return");
     evt_pr(o, "    int64_t task = ");
     linear_task(o, c, t);
     evt_pr(o, ";\n    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        W->task = task;\n        W->skip = 0;\n");
     /* the task's arguments, built once by the leader in the worker's
        (shared) state; every thread reads them after the barrier */
-    emit_args(o, c, "W->args", t, "W->id", tgt == EVT_TARGET_CUDA && cp->streams ? "evt_worker_streams(C, W)" : "0");
+    emit_args(o, c, "W->args", t, "W->id", tgt == EVT_TARGET_CUDA && cp->streams ? "evt_worker_streams(C, W->id)" : "0");
     /* the leader runs the hook alone (warp 0 running it measured 0.7%
        slower per qwen3-0.6b token: two warp barriers on every GEMV task) */
     if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA)

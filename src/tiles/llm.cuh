@@ -400,8 +400,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
     evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     if (n0 >= n1) return;
-    /* unit and split indices in 32 bits: 64-bit divisions are helper calls (slow, and live values
-       spill around them) */
+    /* unit and split indices in 32 bits: 64-bit divisions are helper calls */
     const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (int)((B + BB - 1) / BB), U = nrt * nbg, nch = (int)(K / 32);
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int ksplit = U >= nwarps ? 1 : nwarps / U;

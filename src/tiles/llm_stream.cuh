@@ -39,17 +39,13 @@ __device__ __forceinline__ int evt_llm_stream_plan(const evt_task_args *a, evt_s
     uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (NW > 1 ? (uintptr_t)a->t[2].ptr : 0);
     P->nchunks = 0;
     if (B < 1 || B > EVT_LLM_STREAM_MAX_B || B > 16 || (K & 31) || (al & 15) || (evt_tile_threads() & 31)) return 0;
-    /* 32-bit index math only (no 64-bit division helper calls in the
-       streamed tiles: they make ptxas spill across the whole kernel) */
-    int64_t nb = a->coord[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0];
-    if ((nb + 1) * N > 0x7fffffff || T > 0x7fffffff || K * 2 * 16 > 0x7fffffff) return 0;
-    n0 = (int)(nb * N) / (int)T;
-    n1 = (int)((nb + 1) * N) / (int)T;
-    if (n1 > N) n1 = N;
+    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     int rb = K * 2 * 16 <= EVT_STREAM_SLOT_BYTES ? 16 : 8;
     return evt_stream_band(P, a->t[1].ptr, NW > 1 ? a->t[2].ptr : a->t[1].ptr, NW, K * 2, n0, n1 - n0, rb);
 }
 
+/* EVT_NOGEMV (a measurement build, bench/RESULTS.md): the stream's machinery
+ * without the streamed GEMV; only for batches that stream nothing (B > 16). */
 #if EVT_STREAM && !defined(EVT_NOGEMV)
 /* RT: 8-row weight tiles per row group (rb = 8 * RT); XB: 8-row halves of
  * the batch (B <= 8 * XB). */
