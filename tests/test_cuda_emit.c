@@ -139,11 +139,59 @@ static void weight_stream_is_opt_in(void **state)
     unsetenv("EVT_CACHE_DIR");
 }
 
+/* Task records and shared-memory launch tables in the generated kernel:
+ * every template takes the entry's record; calls whose maps are all known
+ * on the host read their waits and notifies from it, calls with a
+ * data-dependent or trigger map (the MoE example) never do; the persistent
+ * kernel copies the launch tables into shared memory and exports their
+ * size. */
+static void records_and_tables(void **state)
+{
+    (void)state;
+    char *q = tiny_qwen3_cuda(0);
+    assert_true(count(q, "evt_wait_rec(C, W, ") >= 5);  /* GEMVs, norms, attention, merge */
+    assert_true(count(q, "evt_notify_rec(C, W, R)") >= 5);
+    assert_int_equal(count(q, "const int32_t *I, const evt_task_rec *R)"), count(q, "/* template "));
+    assert_non_null(strstr(q, "evt_table_smem_bytes"));
+    assert_non_null(strstr(q, "if (C->tables_in_smem)"));
+    free(q);
+    char *text = h_read_file("examples/moe_toy.evt");
+    evt_diag d;
+    evt_diag_init(&d, "moe_toy");
+    evt_graph *g = evt_parse(text, strlen(text), &d);
+    assert_non_null(g);
+    evt_compile_opts co = {0};
+    evt_plan *p = NULL;
+    if (evt_compile(g, &co, &p, &d)) fail_msg("%s", d.text);
+    evt_printer pr = {0};
+    assert_int_equal(evt_emit_cuda(p, &pr, &d), EVT_OK);
+    int data_templates = 0;
+    for (char *t = strstr(pr.buf, "/* template "); t; ) {
+        char *next = strstr(t + 1, "/* template ");
+        size_t n = next ? (size_t)(next - t) : strlen(t);
+        char *body = strndup(t, n);
+        if (strstr(body, "evt_ld(C, W") || strstr(body, "evt_trigger_owner")) {
+            data_templates++;
+            assert_null(strstr(body, "evt_wait_rec("));
+            assert_null(strstr(body, "evt_notify_rec("));
+        }
+        free(body);
+        t = next;
+    }
+    assert_true(data_templates >= 2); /* the routed GEMM's and the combine's */
+    evt_pr_free(&pr);
+    evt_plan_free(p);
+    evt_graph_free(g);
+    free(text);
+    evt_diag_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(examples_compile_for_cuda),
         cmocka_unit_test(weight_stream_is_opt_in),
+        cmocka_unit_test(records_and_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

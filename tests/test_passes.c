@@ -1,7 +1,8 @@
 /* test_passes.c — expressions, count inference (closed forms agree with
  * enumeration at many shapes), event fusion (fewer events, same results),
- * the unfused transform, and artifacts (save, load without compiling, run,
- * reject corrupt or stale files). */
+ * the unfused transform, task records (bind-time wait and notify lists, the
+ * fallback to device-side maps, bucket entries skipped), and artifacts
+ * (save, load without compiling, run, reject corrupt or stale files). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,90 @@ static void hybrid_split(void **state)
     evt_module_free(m);
 }
 
+/* The task records of a static schedule hold, per queue entry, exactly the
+ * task's coordinate, id and counter lists at the bound shape; a task with
+ * more waits than fit falls back to device-side maps; the entries of a
+ * bucket schedule that the shape does not have are marked to be skipped.
+ * Runs agree with the reference with records and without (--no-records). */
+static void task_records(void **state)
+{
+    (void)state;
+    const char *prog =
+        "sym n = 3 in [1, 8] buckets [2, 4, 8]\n"
+        "tensor M : i32[n * 4] output = zeros\ntensor M2 : i32[n] output = zeros\ntensor M3 : i32[n] output = zeros\n"
+        "event Row[n]\nevent Fan[1]\nevent Done[n]\n"
+        "call a = mark(M) over (i, j) in [n, 4] {\n    notify Row[i]\n    notify Fan[0]\n}\n"
+        "call b = mark(M2) over (i) in [n] {\n    wait Row[i]\n    wait Row[n - 1 - i]\n    notify Done[i]\n}\n"
+        "call c = mark(M3) over (i) in [n] {\n    wait Fan[0]\n    wait Done[k] for k in [n]\n}\n";
+    evt_graph *g;
+    evt_compile_opts co = {.no_fuse = 1};
+    evt_plan *p = compile_text(prog, &g, &co);
+    for (int64_t n = 1; n <= 8; n++) {
+        int64_t sym[1] = {n};
+        evt_bound b;
+        evt_diag d;
+        evt_diag_init(&d, "t");
+        assert_int_equal(evt_bind(p, sym, EVT_SCHED_STATIC, 3, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
+        assert_non_null(b.rec);
+        int64_t nent = b.q.q_off[b.q.nworkers], ran = 0, bucket = n <= 2 ? 2 : n <= 4 ? 4 : 8;
+        assert_int_equal(nent, bucket * 4 + 2 * bucket);
+        for (int64_t k = 0; k < nent; k++) {
+            const evt_task_rec *r = &b.rec[k];
+            assert_int_equal(r->entry, b.q.q[k]);
+            int c = (int)(r->entry >> EVT_QCALL_SHIFT);
+            int64_t lin = r->entry & EVT_QINDEX_MASK, i = c == 0 ? lin / 4 : lin, j = lin % 4;
+            if (i >= n) { assert_int_equal(r->task, -1); continue; } /* bucket entry outside the shape */
+            ran++;
+            assert_int_equal(r->coord[0], i);
+            int64_t row[1] = {i}, mirror[1] = {n - 1 - i}, zero[1] = {0};
+            if (c == 0) {
+                assert_int_equal(r->coord[1], j);
+                assert_int_equal(r->task, b.s.task_base[0] + i * 4 + j);
+                assert_int_equal(r->nwait, 0);
+                assert_int_equal(r->nnotify, 2);
+                assert_int_equal(r->notify[0], evt_shape_elem(&b.s, 0, row));
+                assert_int_equal(r->notify[1], evt_shape_elem(&b.s, 1, zero));
+            } else if (c == 1) {
+                assert_int_equal(r->task, b.s.task_base[1] + i);
+                assert_int_equal(r->nwait, 2);
+                assert_int_equal(r->wait[0], evt_shape_elem(&b.s, 0, row));
+                assert_int_equal(r->wait[1], evt_shape_elem(&b.s, 0, mirror));
+                assert_int_equal(r->nnotify, 1);
+                assert_int_equal(r->notify[0], evt_shape_elem(&b.s, 2, row));
+            } else {
+                assert_int_equal(r->task, b.s.task_base[2] + i);
+                if (1 + n > EVT_REC_WAITS) {
+                    assert_int_equal(r->nwait, -1); /* too many: the device evaluates the maps */
+                } else {
+                    assert_int_equal(r->nwait, 1 + n);
+                    assert_int_equal(r->wait[0], evt_shape_elem(&b.s, 1, zero));
+                    for (int64_t x = 0; x < n; x++) {
+                        int64_t e[1] = {x};
+                        assert_int_equal(r->wait[1 + x], evt_shape_elem(&b.s, 2, e));
+                    }
+                }
+            }
+        }
+        assert_int_equal(ran, b.s.ntasks);
+        evt_bound_free(&b);
+        evt_diag_free(&d);
+    }
+    evt_plan_free(p);
+    evt_graph_free(g);
+    evt_module *m = h_build(prog);
+    for (int n = 1; n <= 8; n++)
+        for (int computed = 0; computed < 2; computed++) {
+            char set[16];
+            snprintf(set, sizeof set, "n=%d", n);
+            const char *sets[] = {set};
+            evt_run_opts o = {.sched = EVT_SCHED_STATIC, .workers = 3, .computed_dispatch = computed, .chaos = (uint32_t)(n + 1)};
+            char *msg = NULL;
+            if (h_run_check(m, 1, sets, &o, (uint64_t)n, &msg)) fail_msg("n=%d computed=%d: %s", n, computed, msg);
+            free(msg);
+        }
+    evt_module_free(m);
+}
+
 static void artifacts(void **state)
 {
     (void)state;
@@ -335,6 +420,7 @@ int main(void)
         cmocka_unit_test(unfused_graph),
         cmocka_unit_test(kernel_by_kernel),
         cmocka_unit_test(hybrid_split),
+        cmocka_unit_test(task_records),
         cmocka_unit_test(artifacts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,7 @@
  *   evtc run FILE|ARTIFACT [--set N=V]... [--backend cpu|cuda|auto]
  *            [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N]
  *            [--seed S] [--check] [--trace OUT.json] [--timeout SEC]
- *            [--chaos SEED] [--exact] [--early-push] [--repeat N] [--trust-counts]
+ *            [--chaos SEED] [--exact] [--early-push] [--repeat N] [--trust-counts] [--no-records]
  * Exit codes: 0 success, 1 failure (diagnostics, check failed, runtime
  * error), 2 bad command line or bad values (unknown symbol, out of bounds...).
  */
@@ -54,6 +54,7 @@ static int usage(const char *msg)
             "                [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
             "                [--early-push] [--pop-batch K] [--repeat N] [--trust-counts]\n"
+            "                [--no-records]       (ablation: static tasks evaluate their maps on the device, no task records)\n"
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--workers N] [--seed S]\n"
@@ -63,7 +64,8 @@ static int usage(const char *msg)
             "                [--fuse-norm]        (the RMSNorms inside the GEMV tiles, not calls of their own)\n"
             "                [--qkv-one-counter]  (attention waits for the whole QKV projection, not its heads)\n"
             "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
-            "                [--stream]           (GEMV weights through the weight stream, CUDA: docs/runtime.md)\n");
+            "                [--stream]           (GEMV weights through the weight stream, CUDA: docs/runtime.md)\n"
+            "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n");
     return 2;
 }
 
@@ -146,6 +148,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--counts")) c->counts = 1;
         else if (!strcmp(a, "--exact")) c->run.exact_shape = 1;
         else if (!strcmp(a, "--early-push")) c->run.early_push = 1;
+        else if (!strcmp(a, "--no-records")) c->run.computed_dispatch = 1;
         else if (!strcmp(a, "--pop-batch")) { NEED(); if (!parse_int(v, 1, 64, &n)) { fprintf(stderr, "evtc: --pop-batch %s: expected 1..64\n", v); return 2; } c->run.pop_batch = (int)n; }
         else if (!strcmp(a, "--trust-counts")) c->copts.trust_counts = 1;
         else if (!strcmp(a, "--no-fuse")) c->copts.no_fuse = 1;

@@ -85,6 +85,8 @@ typedef struct evt_run_opts {
     int pop_batch;             /* dynamic: ready-queue tickets per atomic (default 1) */
     int keep_weights;          /* GPU: upload weight tensors only on the first launch with these
                                   buffers (the caller promises not to change them afterwards) */
+    int computed_dispatch;     /* ablation: static tasks decode their entry and evaluate their wait and
+                                  notify maps on the device instead of reading bind-time task records */
 } evt_run_opts;
 
 typedef struct evt_run_stats {

@@ -28,7 +28,28 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 9
+#define EVT_ABI_VERSION 10
+
+/* Task records: what a static queue entry's task needs before its tile,
+ * resolved on the host at bind time for the bound shape, so that the
+ * worker's leader reads them instead of evaluating maps on the device (one
+ * 64-byte record per queue entry, parallel to evt_ctx.q; the GPU worker
+ * copies its records into shared memory EVT_REC_CHUNK at a time).
+ * nwait < 0: the task's lists are not in the record (a data-dependent or
+ * trigger map, or more elements than fit): the generated code computes them
+ * as it does without records. task < 0: the entry lies outside the bound
+ * shape (a bucket schedule); the worker skips it. */
+#define EVT_REC_WAITS 5
+#define EVT_REC_NOTIFIES 4
+#define EVT_REC_CHUNK 32
+typedef struct evt_task_rec {
+    uint32_t entry;                   /* the queue entry (call << EVT_QCALL_SHIFT | lin) */
+    int32_t task;                     /* global task id, or -1: skip */
+    int16_t nwait, nnotify;
+    int32_t coord[4];                 /* the task's coordinate in its call's bound grid */
+    int32_t wait[EVT_REC_WAITS];      /* absolute counter indices (complete-from-start ones left out) */
+    int32_t notify[EVT_REC_NOTIFIES]; /* absolute counter indices, one +1 each (repeats allowed) */
+} evt_task_rec;
 
 /* KBK: one launch per call (kernel by kernel): waits and notifies are no-ops,
  * the kernel boundary orders the calls. HYBRID: workers [0, nstatic) run
@@ -107,6 +128,10 @@ typedef struct evt_ctx {
     const int64_t *q_off;        /* [nworkers+1] */
     const uint32_t *q;
     const int64_t *qext;         /* [ncalls*4] extents the queue was built for */
+    const evt_task_rec *rec;     /* NULL, or [q_off[nworkers]]: the entries' task records */
+    const int32_t *ids;          /* NULL: the generated call id rows (evt_call_ids); else a copy of them */
+    int32_t tables_in_smem;      /* GPU: the persistent kernel copies tensors, ext and the id rows into */
+    uint32_t tables_off;         /*   dynamic shared memory at this byte offset and points the fields above at them */
     /* dynamic schedule */
     const int64_t *cons_off;     /* [ncounters+1] */
     const int32_t *cons;         /* consumer task ids (affine waits) */

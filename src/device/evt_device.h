@@ -84,6 +84,7 @@ EVT_DEV void evt_pause(uint32_t ns) { __nanosleep(ns); }
 EVT_DEV evt_tensor_ref evt_ld_tensor(const evt_tensor_ref *p) { return *p; }
 #else
 #define EVT_RO(x) __ldg(&(x))
+/* (the table may be the persistent kernel's shared-memory copy) */
 EVT_DEV evt_tensor_ref evt_ld_tensor(const evt_tensor_ref *p)
 {
     static_assert(sizeof(evt_tensor_ref) % 16 == 0, "tensor refs are copied in 16-byte pieces");
@@ -91,7 +92,10 @@ EVT_DEV evt_tensor_ref evt_ld_tensor(const evt_tensor_ref *p)
     const uint4 *s = (const uint4 *)p;
     uint4 *d = (uint4 *)&r;
     uint4 w[sizeof(evt_tensor_ref) / 16];
-    for (unsigned i = 0; i < sizeof(evt_tensor_ref) / 16; i++) w[i] = __ldg(s + i);
+    if (__isShared(p))
+        for (unsigned i = 0; i < sizeof(evt_tensor_ref) / 16; i++) w[i] = s[i];
+    else
+        for (unsigned i = 0; i < sizeof(evt_tensor_ref) / 16; i++) w[i] = __ldg(s + i);
     for (unsigned i = 0; i < sizeof(evt_tensor_ref) / 16; i++) d[i] = w[i];
     return r;
 }
@@ -276,6 +280,29 @@ EVT_PROTO int evt_wait_flush(const evt_ctx *C, evt_worker *W, int call, evt_wait
     return 0;
 }
 
+/* A task's waits from its record (leader; evt_ctx.h): every target and
+ * counter loaded at once, then spins on the incomplete ones. Returns 1 if
+ * the launch was aborted. (A watchdog report names the element, from which
+ * the host finds the event: event -1 here.) */
+EVT_PROTO int evt_wait_rec(const evt_ctx *C, evt_worker *W, int call, const evt_task_rec *R)
+{
+    int n = R->nwait;
+    int32_t v[EVT_REC_WAITS], target[EVT_REC_WAITS], elem[EVT_REC_WAITS];
+    EVT_UNROLL
+    for (int i = 0; i < EVT_REC_WAITS; i++)
+        if (i < n) elem[i] = R->wait[i];
+    EVT_UNROLL
+    for (int i = 0; i < EVT_REC_WAITS; i++)
+        if (i < n) target[i] = EVT_RO(C->target[elem[i]]);
+    EVT_UNROLL
+    for (int i = 0; i < EVT_REC_WAITS; i++)
+        if (i < n) v[i] = evt_poll_load(&C->counters[elem[i]]);
+    for (int i = 0; i < n; i++)
+        if (v[i] < target[i] && evt_wait_spin(C, W, call, -1, elem[i], target[i])) return 1;
+    evt_waits_acquire();
+    return 0;
+}
+
 /* Adds one wait to the batch; flushes it when full. Returns 1 if aborted. */
 EVT_DEV int evt_wait_add(const evt_ctx *C, evt_worker *W, int call, evt_waits *ws, int event, int64_t elem)
 {
@@ -405,6 +432,12 @@ EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t 
                 evt_credit(C, W, C->cons[k]);
     }
     return 1;
+}
+
+/* A task's notifies from its record (leader, after evt_notify_fence()). */
+EVT_PROTO void evt_notify_rec(const evt_ctx *C, evt_worker *W, const evt_task_rec *R)
+{
+    for (int i = 0; i < R->nnotify; i++) evt_signal(C, W, R->notify[i], 1);
 }
 
 /* All threads, after a task: credit the consumers of the elements the leader

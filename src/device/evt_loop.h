@@ -2,12 +2,14 @@
  *
  * Included by generated code after it has defined:
  *   EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call,
- *                             int64_t lin, const int64_t *qext);
- *       runs one task: guard, waits, tile, arming, notifies (all threads).
+ *                             int64_t lin, const int64_t *qext, const evt_task_rec *R);
+ *       runs one task: guard, waits, tile, arming, notifies (all threads);
+ *       R: the entry's task record (static workers with records), else NULL.
  *   EVT_DEV void evt_arm_inputs(const evt_ctx *C, evt_worker *W);
  *       arms data-dependent events whose index tensors are program inputs.
  *
- * Static mode: worker w runs entries q[q_off[w] .. q_off[w+1]) in order.
+ * Static mode: worker w runs entries q[q_off[w] .. q_off[w+1]) in order,
+ * reading their task records (C->rec, bind time) when there are some.
  * Hybrid mode: workers below C->nstatic do that, the others the dynamic loop
  * (they pop only tasks of `policy dynamic` calls).
  * Dynamic mode: workers seed the ring with the ready tasks (seeds), then pop
@@ -40,6 +42,44 @@ EVT_DEV int evt_block_stop(const evt_ctx *C, evt_worker *W)
     return stop;
 }
 
+/* The task record of queue entry k of a worker's queue [k0, k1), or NULL
+ * without records. On the GPU the block copies the next EVT_REC_CHUNK
+ * records into shared memory when k starts a chunk: one round trip per
+ * chunk instead of a chain of them per task. Its first barrier also waits
+ * for the previous task's leader, whose notifies read that task's record. */
+#ifdef __CUDACC__
+static __shared__ __align__(16) evt_task_rec evt_rec_s[EVT_REC_CHUNK];
+EVT_DEV const evt_task_rec *evt_rec_at(const evt_ctx *C, int64_t k, int64_t k0, int64_t k1)
+{
+    if (!C->rec) return NULL;
+    int i = (int)((k - k0) % EVT_REC_CHUNK);
+    if (i == 0) {
+        static_assert(sizeof(evt_task_rec) == 64, "task records are copied in 16-byte pieces");
+        int n = (int)((k1 - k < EVT_REC_CHUNK ? k1 - k : EVT_REC_CHUNK) * (sizeof(evt_task_rec) / 16));
+        const uint4 *src = (const uint4 *)(C->rec + k);
+        uint4 *dst = (uint4 *)evt_rec_s;
+        EVT_SYNC();
+        for (int j = EVT_TID; j < n; j += EVT_NTHREADS) dst[j] = __ldg(src + j);
+        EVT_SYNC();
+    }
+    return &evt_rec_s[i];
+}
+#else
+EVT_DEV const evt_task_rec *evt_rec_at(const evt_ctx *C, int64_t k, int64_t k0, int64_t k1)
+{
+    (void)k0; (void)k1;
+    return C->rec ? &C->rec[k] : NULL;
+}
+#endif
+
+/* One queue entry: from its record, or decoded from q. */
+EVT_DEV void evt_run_entry(const evt_ctx *C, evt_worker *W, int64_t k, int64_t k0, int64_t k1)
+{
+    const evt_task_rec *R = evt_rec_at(C, k, k0, k1);
+    uint32_t e = R ? R->entry : EVT_RO(C->q[k]);
+    evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext, R);
+}
+
 EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
 {
     /* No barrier between tasks: a dispatch's leader writes the broadcast
@@ -47,10 +87,7 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
        passed after reading them. An aborted launch skips its remaining tasks
        at their first wait check. (Hybrid static workers: evt_run_static_hybrid.) */
     int64_t k0 = EVT_RO(C->q_off[W->id]), k1 = EVT_RO(C->q_off[W->id + 1]);
-    for (int64_t k = k0; k < k1; k++) {
-        uint32_t e = EVT_RO(C->q[k]);
-        evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
-    }
+    for (int64_t k = k0; k < k1; k++) evt_run_entry(C, W, k, k0, k1);
 }
 
 /* Hybrid mode, static workers: the same queue walk; completions may credit
@@ -59,8 +96,7 @@ EVT_NOINLINE void evt_run_static_hybrid(const evt_ctx *C, evt_worker *W)
 {
     int64_t k0 = EVT_RO(C->q_off[W->id]), k1 = EVT_RO(C->q_off[W->id + 1]);
     for (int64_t k = k0; k < k1; k++) {
-        uint32_t e = EVT_RO(C->q[k]);
-        evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext);
+        evt_run_entry(C, W, k, k0, k1);
         EVT_SYNC();
         evt_fan_out(C, W);
     }
@@ -92,7 +128,7 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
         int64_t task = W->entry;
         if (task < 0) break;
         int call = evt_call_of_task(C, task);
-        evt_dispatch(C, W, call, task - C->task_base[call], C->ext);
+        evt_dispatch(C, W, call, task - C->task_base[call], C->ext, NULL);
         EVT_SYNC(); /* W->entry is rewritten only after everyone read it */
         evt_fan_out(C, W); /* credits pushed before this task counts as done */
         if (EVT_LEADER) {
@@ -108,7 +144,7 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
 EVT_DEV void evt_run_call(const evt_ctx *C, evt_worker *W, int call, int64_t first, int64_t stride)
 {
     int64_t n = C->task_base[call + 1] - C->task_base[call];
-    for (int64_t lin = first; lin < n; lin += stride) evt_dispatch(C, W, call, lin, C->ext);
+    for (int64_t lin = first; lin < n; lin += stride) evt_dispatch(C, W, call, lin, C->ext, NULL);
 }
 
 #if defined(__CUDACC__) && EVT_STREAM

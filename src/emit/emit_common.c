@@ -121,7 +121,7 @@ static void decode(evt_printer *o, const evt_call *c, const char *ext, ids *t)
     id(o, t, ID_CALL, c->id);
     evt_pr(o, " * 4;\n");
     for (int k = c->rank - 1; k >= 0; k--)
-        evt_pr(o, "      v[%d] = q %% EVT_RO(%s[K4 + %d]); q /= EVT_RO(%s[K4 + %d]);\n", k, ext, k, ext, k);
+        evt_pr(o, "      v[%d] = q %% %s[K4 + %d]; q /= %s[K4 + %d];\n", k, ext, k, ext, k); /* plain loads: ext may be in shared memory */
     evt_pr(o, "    }\n");
 }
 
@@ -260,15 +260,32 @@ static void flush_waits(evt_printer *o, const evt_call *c, ids *t)
     evt_pr(o, ", &ws)) { W->skip = 1; goto waits_done; }\n");
 }
 
+/* The task's coordinate v[], X and global id: from its record R (static
+ * workers with records), else decoded from lin and guarded. */
+static void emit_task_of(evt_printer *o, const evt_call *c, ids *t)
+{
+    evt_pr(o, "{\n    int64_t v[%d];\n    const int64_t *X = C->ext + ", EVT_MAX_RANK + EVT_MAX_FOR);
+    id(o, t, ID_CALL, c->id);
+    evt_pr(o, " * 4;\n    int64_t task;\n    if (R) { /* the entry's task record (bind time) */\n");
+    evt_pr(o, "        if (R->task < 0) return; /* outside the bound shape */\n");
+    for (int k = 0; k < c->rank; k++) evt_pr(o, "        v[%d] = R->coord[%d];\n", k, k);
+    evt_pr(o, "        task = R->task;\n    } else {\n");
+    decode(o, c, "qext", t);
+    evt_pr(o, "    if (");
+    for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
+    evt_pr(o, ") return; /* guard: outside the bound shape */\n    task = ");
+    linear_task(o, c, t);
+    evt_pr(o, ";\n    }\n");
+}
+
 /* The body of call c's function, with ids as slots of t (see ids). */
 static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c, evt_target tgt, ids *t)
 {
     const evt_call_plan *cp = &p->call[c->id];
     const evt_tile_decl *decl = cp->decl;
-    emit_decode_guard(o, c, t, "return");
-    evt_pr(o, "    int64_t task = ");
-    linear_task(o, c, t);
-    evt_pr(o, ";\n    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        W->task = task;\n        W->skip = 0;\n");
+    int has_rec = evt_call_has_records(p, c); /* its record may hold its wait and notify lists */
+    emit_task_of(o, c, t);
+    evt_pr(o, "    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        W->task = task;\n        W->skip = 0;\n");
     /* the task's arguments, built once by the leader in the worker's
        (shared) state; every thread reads them after the barrier */
     emit_args(o, c, "W->args", t, "W->id", tgt == EVT_TARGET_CUDA && cp->streams ? "evt_worker_streams(C, W->id)" : "0");
@@ -299,6 +316,11 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
        together) */
     int nwaits = 0;
     for (int k = 0; k < c->nedges; k++) nwaits += c->edges[k].kind == EVT_WAIT;
+    if (nwaits && has_rec) {
+        evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits */\n        if (evt_wait_rec(C, W, ");
+        id(o, t, ID_CALL, c->id);
+        evt_pr(o, ", R)) W->skip = 1;\n        goto waits_done;\n      }\n");
+    }
     if (nwaits) evt_pr(o, "      evt_waits ws;\n      ws.n = 0;\n");
     int batched = 0; /* waits added since the last flush */
     for (int k = 0; k < c->nedges; k++) {
@@ -367,6 +389,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     /* a device-scope fence costs ~1.8 us on an H200 (bench/RESULTS.md): only
        a task that publishes something pays it */
     if (nnotify) evt_pr(o, "        evt_notify_fence(); /* one release for all of this task's notifies */\n");
+    if (nnotify && has_rec) evt_pr(o, "        if (R && R->nwait >= 0) evt_notify_rec(C, W, R); /* the record's notifies */\n        else {\n");
     for (int k = 0; k < c->nedges; k++) {
         const evt_edge *e = &c->edges[k];
         if (e->kind != EVT_NOTIFY) continue;
@@ -386,6 +409,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         close_fors(o, e, "        ");
         evt_pr(o, "      }\n");
     }
+    if (nnotify && has_rec) evt_pr(o, "        }\n");
     evt_pr(o, "        evt_trace_notified(C, task);\n    }\n}\n\n");
 }
 
@@ -420,7 +444,7 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
             tpl_streams[ntpl++] = streams;
             evt_pr(o, "/* template %d: first used by call %s = %s */\n", found, g->calls[c]->name, g->calls[c]->op);
             evt_pr(o, "EVT_NOINLINE void evt_tpl_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
-                      "const int32_t *I)\n%.*s", found, (int)split, b.buf);
+                      "const int32_t *I, const evt_task_rec *R)\n%.*s", found, (int)split, b.buf);
             if (streams)
                 evt_pr(o, "EVT_NOINLINE int evt_spl_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
                           "const int32_t *I, evt_task_args *SA, evt_stream_plan *P)\n%s", found, b.buf + split);
@@ -435,13 +459,16 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
         for (int k = 0; k < t->n; k++) rows[nrows++] = t->value[k];
     }
     /* the id rows of every call, in one constant table */
-    evt_pr(o, "EVT_CONST_TABLE int32_t evt_call_ids[%d] = {", nrows + 1);
+    int padded = (nrows + 1 + 3) / 4 * 4; /* whole 16-byte pieces (the GPU copies them) */
+    evt_pr(o, "EVT_CONST_TABLE int32_t evt_call_ids[%d] = {", padded);
     for (int k = 0; k < nrows; k++) evt_pr(o, "%s%d", !k ? "\n    " : k % 16 ? ", " : ",\n    ", rows[k]);
     evt_pr(o, "%s0};\n\n", nrows ? ", " : "");
-    evt_pr(o, "EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext)\n{\n");
+    evt_pr(o, "EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext, "
+              "const evt_task_rec *R)\n{\n");
+    evt_pr(o, "    const int32_t *ids = C->ids ? C->ids : evt_call_ids; /* the GPU's shared-memory copy, if any */\n");
     evt_pr(o, "    switch (call) { /* %d calls share %d templates */\n", nc, ntpl);
     for (int c = 0; c < nc; c++)
-        evt_pr(o, "    case %d: evt_tpl_%d(C, W, lin, qext, evt_call_ids + %d); break;\n", c, tpl[c], off[c]);
+        evt_pr(o, "    case %d: evt_tpl_%d(C, W, lin, qext, ids + %d, R); break;\n", c, tpl[c], off[c]);
     evt_pr(o, "    default: break;\n    }\n}\n\n");
     if (tgt == EVT_TARGET_CUDA && p->nstreams) {
         evt_pr(o, "/* The weight-stream plan of task lin of a call (0: the call does not stream). */\n");

@@ -49,6 +49,13 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
     evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_STREAM_RING_OFFSET + EVT_STREAM_RING_BYTES;\n#else\n");
     evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_TILE_SMEM;\n#endif\n");
     evt_pr(out, "extern \"C\" __device__ unsigned evt_tile_smem_bytes = EVT_TILE_SMEM; /* calls that do not stream */\n");
+    /* the launch tables the persistent kernel copies into shared memory
+       (evt_ctx.tables_in_smem): tensor references, grid extents, id rows */
+    evt_pr(out, "#define EVT_TABLE_TENSOR_BYTES %d\n#define EVT_TABLE_EXT_BYTES %d\n", 48 * p->g->ntensors, 32 * p->g->ncalls);
+    evt_pr(out, "static_assert(sizeof(evt_tensor_ref) == 48 && sizeof(evt_call_ids) %% 16 == 0, \"table layout\");\n");
+    evt_pr(out, "extern __shared__ __align__(1024) unsigned char evt_dyn_smem[];\n");
+    evt_pr(out, "extern \"C\" __device__ unsigned evt_table_smem_bytes = "
+                "EVT_TABLE_TENSOR_BYTES + EVT_TABLE_EXT_BYTES + sizeof(evt_call_ids);\n");
     /* tile headers may hook the start and the end of every worker block */
     evt_pr(out, "#ifndef EVT_TILES_WORKER_BEGIN\n#define EVT_TILES_WORKER_BEGIN() ((void)0)\n#endif\n");
     evt_pr(out, "#ifndef EVT_TILES_WORKER_END\n#define EVT_TILES_WORKER_END() ((void)0)\n#endif\n");
@@ -59,6 +66,16 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
     evt_pr(out, "    __shared__ evt_worker W;\n    __shared__ evt_ctx Cs;\n");
     evt_pr(out, "    for (unsigned i = threadIdx.x; i < sizeof(evt_ctx) / 8; i += blockDim.x)\n");
     evt_pr(out, "        ((uint64_t *)&Cs)[i] = ((const uint64_t *)C)[i];\n");
+    evt_pr(out, "    if (C->tables_in_smem) { /* the launch tables, read at every dispatch */\n");
+    evt_pr(out, "        unsigned char *t = evt_dyn_smem + C->tables_off;\n");
+    evt_pr(out, "        const uint4 *src[3] = {(const uint4 *)C->tensors, (const uint4 *)C->ext, (const uint4 *)evt_call_ids};\n");
+    evt_pr(out, "        const unsigned bytes[3] = {EVT_TABLE_TENSOR_BYTES, EVT_TABLE_EXT_BYTES, sizeof(evt_call_ids)};\n");
+    evt_pr(out, "        unsigned off = 0;\n        for (int k = 0; k < 3; k++) {\n");
+    evt_pr(out, "            for (unsigned i = threadIdx.x; i < bytes[k] / 16; i += blockDim.x) ((uint4 *)(t + off))[i] = src[k][i];\n");
+    evt_pr(out, "            off += bytes[k];\n        }\n        __syncthreads(); /* Cs is complete before thread 0 repoints it */\n");
+    evt_pr(out, "        if (threadIdx.x == 0) {\n            Cs.tensors = (evt_tensor_ref *)t;\n");
+    evt_pr(out, "            Cs.ext = (const int64_t *)(t + EVT_TABLE_TENSOR_BYTES);\n");
+    evt_pr(out, "            Cs.ids = (const int32_t *)(t + EVT_TABLE_TENSOR_BYTES + EVT_TABLE_EXT_BYTES);\n        }\n    }\n");
     evt_pr(out, "#ifdef EVT_CTX_IN_GLOBAL /* ablation */\n    const evt_ctx *Cw = C;\n#else\n    const evt_ctx *Cw = &Cs;\n#endif\n");
     emit_entry_begin(out, "Cw");
     evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x >= evt_tile_threads()) evt_stream_produce(Cw, -1);\n    else\n#endif\n");

@@ -93,6 +93,11 @@ void evt_expr_loads(const evt_expr *e, const evt_tensor **out, int *n, int cap);
 /* 1 if the edge's map reads a tensor or the call's validity depends on data:
  * its targets can only be known at run time. */
 int evt_edge_is_data(const evt_plan *p, const evt_call *c, const evt_edge *e);
+/* 1 if every wait and notify of call c is known on the host at bind time
+ * (affine maps, no data-dependent count, no trigger range on either side):
+ * its static tasks then take their lists from task records (evt_ctx.h).
+ * The emitter and bind ask this same question. */
+int evt_call_has_records(const evt_plan *p, const evt_call *c);
 
 /* 1 if call c streams its weights: annotated `prefetch`, its operator plans
  * a stream (stream_params), every streamed tensor is a weight or an input

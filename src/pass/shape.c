@@ -114,6 +114,18 @@ int evt_edge_is_data(const evt_plan *p, const evt_call *c, const evt_edge *e)
     return 0;
 }
 
+int evt_call_has_records(const evt_plan *p, const evt_call *c)
+{
+    for (int k = 0; k < c->nedges; k++) {
+        const evt_edge *e = &c->edges[k];
+        int ev = e->event->id;
+        if (evt_edge_is_data(p, c, e)) return 0;
+        for (int f = 0; f < e->nfor; f++) if (evt_expr_has_load(e->for_ext[f])) return 0;
+        if (e->kind == EVT_NOTIFY && (p->ev[ev].kind == EVT_COUNT_DATA || p->ev[ev].ntrigger_consumers)) return 0;
+    }
+    return 1;
+}
+
 int evt_edge_elems(const evt_shape *s, const evt_call *c, const evt_edge *e,
                    const int64_t *coord, const evt_eval_env *base_env,
                    evt_elem_fn fn, void *user, int64_t *bad)

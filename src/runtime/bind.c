@@ -153,6 +153,7 @@ static evt_status bind_static(const evt_plan *p, const int64_t *sym, int nworker
         b->bucket_used = 1;
         st = evt_schedule_verify(p, sym, &b->q, d); /* restriction to the actual shape */
     }
+    if (!st) st = evt_bind_records(p, b);
     free(bsym);
     return st;
 }
@@ -258,7 +259,7 @@ void evt_bound_free(evt_bound *b)
 {
     evt_shape_free(&b->s);
     evt_static_sched_free(&b->q);
-    free(b->target); free(b->cons_off); free(b->cons); free(b->pend_target); free(b->seeds);
+    free(b->target); free(b->cons_off); free(b->cons); free(b->pend_target); free(b->seeds); free(b->rec);
     memset(b, 0, sizeof *b);
 }
 
@@ -275,7 +276,7 @@ void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
             : b->sched == EVT_SCHED_KBK || b->sched == EVT_SCHED_GRAPH ? EVT_MODE_KBK
             : b->sched == EVT_SCHED_HYBRID ? EVT_MODE_HYBRID : EVT_MODE_STATIC;
     C->nstatic = b->nstatic;
-    C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext;
+    C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext; C->rec = b->rec;
     C->cons_off = b->cons_off; C->cons = b->cons; C->pend_target = b->pend_target;
     C->seeds = b->seeds; C->nseeds = b->nseeds;
     C->state_len = b->state_len;

@@ -17,6 +17,7 @@ typedef struct evt_bound {
     int32_t *target;          /* [ncounters] */
     /* static */
     evt_static_sched q;
+    evt_task_rec *rec;        /* [q.q_off[q.nworkers]] task records of the queue entries (bind_records.c) */
     int bucket_used;
     /* dynamic */
     int64_t *cons_off;        /* [ncounters+1] */
@@ -34,6 +35,9 @@ typedef struct evt_bound {
 evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched, int nworkers,
                     evt_queue_policy policy, int exact_shape, evt_bound *out, evt_diag *d);
 void evt_bound_free(evt_bound *b);
+/* The task records of b's static queues (bind_records.c; none when the
+ * shape's numbers do not fit 32 bits). */
+evt_status evt_bind_records(const evt_plan *p, evt_bound *b);
 /* Only the shape and the counter targets (the reference executor's needs). */
 evt_status evt_bind_targets(const evt_plan *p, const int64_t *sym, evt_bound *out, evt_diag *d);
 

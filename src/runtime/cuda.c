@@ -170,6 +170,19 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_tile_smem_bytes", evt_cu_name(r));
     }
     v->tile_smem = tile;
+    /* the persistent kernel's copy of the launch tables (tensor references,
+       grid extents, call id rows), after the tiles' and the ring's: read by
+       every task's dispatch, so shared memory beats a chain of L2 round
+       trips; when the device cannot give that much, they stay in global */
+    unsigned tables = 0;
+    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_table_smem_bytes") && gsz == sizeof tables &&
+        (r = evt_cuda_g.cu.MemcpyDtoH(&tables, gp, sizeof tables))) {
+        evt_cuda_g.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_table_smem_bytes", evt_cu_name(r));
+    }
+    if (tables && evt_cuda_g.cu.FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)(dyn + tables)))
+        tables = 0;
+    v->table_smem = tables;
     return EVT_OK;
 }
 
@@ -332,6 +345,7 @@ static evt_status upload_bound(evt_bind_entry *be, const evt_graph *g, evt_diag 
         {h.q_off, h.q_off ? (nq + 1) * sizeof(int64_t) : 0, (const void **)&h.q_off},
         {h.q, h.q && h.q_off ? (size_t)b->q.q_off[nq] * sizeof(uint32_t) : 0, (const void **)&h.q},
         {h.qext, h.qext ? g->ncalls * 4 * sizeof(int64_t) : 0, (const void **)&h.qext},
+        {h.rec, h.rec && h.q_off ? (size_t)b->q.q_off[nq] * sizeof(evt_task_rec) : 0, (const void **)&h.rec},
         {h.cons_off, h.cons_off ? (nc + 1) * sizeof(int64_t) : 0, (const void **)&h.cons_off},
         {h.cons, h.cons && h.cons_off ? (size_t)b->cons_off[nc] * sizeof(int32_t) : 0, (const void **)&h.cons},
         {h.pend_target, h.pend_target ? nt * sizeof(int32_t) : 0, (const void **)&h.pend_target},
@@ -418,7 +432,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     cuda_rt *rt = m->rt;
     *threads = block_threads(v->p); /* with the weight stream, its last warp is the producer */
     int per_sm = 0;
-    CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, v->dyn_smem));
+    CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, v->dyn_smem + v->table_smem));
     /* the request is what must fit (a static launch may start fewer workers) */
     if (b->sched != EVT_SCHED_KBK && b->sched != EVT_SCHED_GRAPH && (be->nworkers > per_sm * evt_cuda_g.sms || b->nworkers > per_sm * evt_cuda_g.sms))
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0},
@@ -473,6 +487,11 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     C.early_push = o->early_push;
     C.pop_batch = o->pop_batch > 0 ? o->pop_batch : 1;
     C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
+    /* the persistent kernel copies the launch tables into shared memory
+       (--no-records, the ablation: tables in global, no task records) */
+    C.tables_in_smem = v->table_smem && !o->computed_dispatch;
+    C.tables_off = v->dyn_smem;
+    if (o->computed_dispatch) C.rec = NULL;
     C.trace = NULL;
     C.trace_worker = NULL;
     C.tile_fns = NULL;
@@ -544,7 +563,7 @@ static evt_status launch_once(evt_variant *v, evt_bind_entry *be, CUdeviceptr *d
     if (b->sched == EVT_SCHED_GRAPH) return launch_graph(v, be, dctx, threads, d);
     void *args[] = {dctx};
     CK(evt_cuda_g.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1,
-                                    v->dyn_smem, evt_cuda_g.stream, args));
+                                    v->dyn_smem + v->table_smem, evt_cuda_g.stream, args));
     return EVT_OK;
 }
 

@@ -24,6 +24,8 @@ typedef struct evt_variant {
                              and, when a call streams, the weight stream's ring) */
     unsigned tile_smem;   /* CUDA: the tiles' alone (evt_tile_smem_bytes): kernel-by-kernel
                              launches of calls that do not stream */
+    unsigned table_smem;  /* CUDA: the launch tables the persistent kernel copies into dynamic shared
+                             memory after dyn_smem (evt_table_smem_bytes), or 0: they stay in global */
     char tmpdir[256];     /* CPU: where the .so lives while loaded */
 } evt_variant;
 

@@ -1,0 +1,84 @@
+/* bind_records.c — the task records of a static schedule (evt_ctx.h):
+ * for every queue entry, resolved on the host at the bound shape, the task's
+ * coordinate and global id (or "outside the shape") and, for calls whose
+ * maps are all known on the host (evt_call_has_records), the counter
+ * elements it waits on and notifies. The worker's leader then reads one
+ * 64-byte record instead of decoding the entry and evaluating every map on
+ * the device (a chain of dependent table reads and 64-bit divisions that
+ * took 2-4.5 us per task on an H200, bench/RESULTS.md).
+ *
+ * A task whose lists do not fit, or whose wait index is out of range (the
+ * device reports it, naming the event), keeps nwait = -1: the generated code
+ * computes its lists as it does without records. */
+#include <stdlib.h>
+#include <string.h>
+#include "runtime/bind.h"
+
+typedef struct rec_list {
+    const int32_t *target; /* NULL: keep every element (notifies) */
+    int32_t *out;
+    int n, cap;
+} rec_list;
+
+static void rec_add(void *user, int64_t elem)
+{
+    rec_list *l = user;
+    if (l->target && l->target[elem] == 0) return; /* complete from the start */
+    if (l->n < l->cap) l->out[l->n] = (int32_t)elem;
+    l->n++;
+}
+
+/* The lists of one task; 0 when they do not fit or a wait map fails. */
+static int rec_lists(const evt_bound *b, const evt_call *call, const int64_t *coord, evt_task_rec *r)
+{
+    const evt_shape *s = &b->s;
+    evt_eval_env env = {0};
+    rec_list w = {b->target, r->wait, 0, EVT_REC_WAITS}, n = {NULL, r->notify, 0, EVT_REC_NOTIFIES};
+    for (int k = 0; k < call->nedges; k++) {
+        const evt_edge *e = &call->edges[k];
+        if (evt_edge_elems(s, call, e, coord, &env, rec_add, e->kind == EVT_WAIT ? &w : &n, NULL)) return 0;
+    }
+    if (w.n > EVT_REC_WAITS || n.n > EVT_REC_NOTIFIES) return 0;
+    r->nwait = (int16_t)w.n;
+    r->nnotify = (int16_t)n.n;
+    return 1;
+}
+
+evt_status evt_bind_records(const evt_plan *p, evt_bound *b)
+{
+    const evt_graph *g = p->g;
+    const evt_shape *s = &b->s;
+    const evt_static_sched *q = &b->q;
+    int64_t n = q->q_off ? q->q_off[q->nworkers] : 0;
+    free(b->rec);
+    b->rec = NULL;
+    /* counter indices, task ids and coordinates are 32-bit in a record */
+    if (n == 0 || s->ncounters >= INT32_MAX || s->ntasks >= INT32_MAX) return EVT_OK;
+    uint8_t *has = calloc(g->ncalls + 1, 1);
+    evt_task_rec *rec = calloc(n, sizeof *rec);
+    if (!has || !rec) { free(has); free(rec); return EVT_ERR_NOMEM; }
+    for (int c = 0; c < g->ncalls; c++) has[c] = evt_call_has_records(p, g->calls[c]);
+    for (int64_t k = 0; k < n; k++) {
+        evt_task_rec *r = &rec[k];
+        uint32_t e = q->q[k];
+        int c = (int)(e >> EVT_QCALL_SHIFT);
+        const evt_call *call = g->calls[c];
+        int64_t coord[EVT_MAX_RANK] = {0}, lin = 0;
+        evt_shape_decode(&q->ext[c * 4], call->rank, (int64_t)(e & EVT_QINDEX_MASK), coord);
+        r->entry = e;
+        r->nwait = -1;
+        r->task = -1;
+        int inside = 1;
+        for (int d = 0; d < call->rank; d++) {
+            inside &= coord[d] < s->ext[c * 4 + d];
+            lin = lin * s->ext[c * 4 + d] + coord[d];
+            r->coord[d] = (int32_t)coord[d];
+        }
+        if (!inside) continue; /* a bucket schedule's task that this shape does not have */
+        r->task = (int32_t)(s->task_base[c] + lin);
+        if (has[c] && !rec_lists(b, call, coord, r)) r->nwait = -1;
+    }
+    free(has);
+    b->rec = rec;
+    return EVT_OK;
+}
