@@ -460,6 +460,20 @@ static char *read_all(const char *path, size_t *n)
     return buf;
 }
 
+/* --check's GPU tolerance: 2e-2 for shallow models, growing as the square
+ * root of the depth (the measured 0.0221 of qwen3-0.6b's 28 layers passes,
+ * a wrong result, O(1), never does). */
+static void check_tolerance(void **state)
+{
+    (void)state;
+    assert_true(evt_decode_check_rtol(1) == 2e-2);
+    assert_true(evt_decode_check_rtol(4) == 2e-2);
+    near(evt_decode_check_rtol(28), 2e-2 * sqrt(7.0), 1e-12, "rtol(28)");
+    assert_true(evt_decode_check_rtol(28) > 0.0221);
+    assert_true(evt_decode_check_rtol(36) > evt_decode_check_rtol(28));
+    assert_true(evt_decode_check_rtol(128) < 0.5);
+}
+
 static void tiny_decode(void **state)
 {
     (void)state;
@@ -566,6 +580,7 @@ int main(void)
         cmocka_unit_test(argmax_ties),
         cmocka_unit_test(fused_norm_tiles),
         cmocka_unit_test(config_and_program),
+        cmocka_unit_test(check_tolerance),
         cmocka_unit_test(tiny_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -147,6 +147,11 @@ static evt_status time_also(const evt_decode_opts *o, evt_module *m, const int64
     return st;
 }
 
+double evt_decode_check_rtol(int64_t layers)
+{
+    return layers <= 4 ? 2e-2 : 2e-2 * sqrt((double)layers / 4.0);
+}
+
 evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
 {
     /* the weights never change between steps: upload them once */
@@ -220,7 +225,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         if (o->check) {
             if ((st = evt_reference_run(m, sym, ref, d))) goto out;
             evt_printer pr = {0};
-            int bad = evt_buffers_compare(mg, b, ref, o->backend == EVT_BACKEND_CPU ? 0 : 2e-2, &pr);
+            int bad = evt_buffers_compare(mg, b, ref, o->backend == EVT_BACKEND_CPU ? 0 : evt_decode_check_rtol(c.num_hidden_layers), &pr);
             if (bad) {
                 r->check_failed = 1;
                 evt_diag_error(d, EVT_ERR_CHECK, (evt_loc){0, 0}, "step %lld differs from the reference: %s", (long long)s,
