@@ -34,6 +34,9 @@ static void run_check_ok(void **state)
         assert_int_equal(sh(cmd, out, sizeof out), 0);
         if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);
     }
+    /* the task-record ablation, on a bucket schedule (entries skipped) */
+    assert_int_equal(sh("build/evtc run examples/buckets.evt --set B=3 --workers 3 --check --no-records", out, sizeof out), 0);
+    if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);
 }
 
 static void bad_values_exit_2(void **state)
