@@ -359,7 +359,8 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         evt_pr(o, "      }\n");
     }
     if (batched) flush_waits(o, c, t);
-    evt_pr(o, "    waits_done:;\n    }\n    EVT_SYNC();\n    if (W->skip) return;\n");
+    if (nwaits) evt_pr(o, "    waits_done:;\n"); /* the waits' exits (a call without waits has none) */
+    evt_pr(o, "    }\n    EVT_SYNC();\n    if (W->skip) return;\n");
     evt_pr(o, "    evt_trace_start(C, W, task);\n");
     if (tgt == EVT_TARGET_C)
         evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&W->args);\n", cp->op_index);
