@@ -34,6 +34,17 @@ static void run_check_ok(void **state)
         assert_int_equal(sh(cmd, out, sizeof out), 0);
         if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);
     }
+    /* decode with GEMV tiles fewer than workers (--tiles): the program's
+       linear calls get that many tiles, and the step still checks */
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --batch 2 --ctx 16 --steps 2 --tiles 7 --workers 8 "
+                        "--check --emit-program /tmp/evtc-test-tiles.evt", out, sizeof out), 0);
+    if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);
+    char *prog = h_read_file("/tmp/evtc-test-tiles.evt");
+    if (!strstr(prog, ", 7) over (nb) in [7]")) fail_msg("no 7-tile linear call in:\n%.2000s", prog);
+    free(prog);
+    unlink("/tmp/evtc-test-tiles.evt");
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --batch 2 --ctx 16 --steps 1 --tiles 0", out, sizeof out), 2);
+    if (!strstr(out, "--tiles 0: expected 1..4096")) fail_msg("%s", out);
     /* the task-record ablation, on a bucket schedule (entries skipped) */
     assert_int_equal(sh("build/evtc run examples/buckets.evt --set B=3 --workers 3 --check --no-records", out, sizeof out), 0);
     if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);

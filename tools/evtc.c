@@ -37,7 +37,7 @@ typedef struct cli {
     /* decode */
     const char *model, *dump, *emit_program;
     int emit_only;
-    long long batch, ctx, steps, splits, page;
+    long long batch, ctx, steps, splits, page, tiles;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, fuse_norm, qkv_one, prefetch;
 } cli;
@@ -57,7 +57,7 @@ static int usage(const char *msg)
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device, no task records)\n"
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
-            "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--workers N] [--seed S]\n"
+            "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--row-events]       (ablation: per-row events between row and tile calls)\n"
             "                [--split-rope]       (ablation: q/k norm + RoPE as calls of their own before attention)\n"
@@ -141,6 +141,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--fuse-norm")) c->fuse_norm = 1;
         else if (!strcmp(a, "--prefetch")) c->prefetch = 1;
         else if (!strcmp(a, "--qkv-one-counter")) c->qkv_one = 1;
+        else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--check")) c->check = 1;
@@ -386,6 +387,7 @@ static int cmd_decode(cli *c)
     evt_decode_opts o = {.model = c->model, .batch = c->batch, .ctx = c->ctx, .steps = c->steps, .backend = c->backend,
                          .run = c->run, .check = c->check, .dump_dir = c->dump};
     o.build.attn_splits = c->splits;
+    o.build.target_tasks = c->tiles;
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;
     o.build.fuse_norm = c->fuse_norm;
