@@ -4,7 +4,8 @@
  *   - the MPMC ring: many producers and consumers, nothing lost or doubled;
  *   - every example under every schedule, with chaos delays, with more
  *     workers than cores, many launches re-arming the counters in-kernel;
- *   - shapes changing between launches of one module (no recompilation).
+ *   - shapes changing between launches of one module (no recompilation);
+ *   - the bind cache keeping every shape a server cycles through.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -122,6 +123,33 @@ static void changing_shapes(void **state)
     evt_module_free(m);
 }
 
+/* A server cycles through many batch sizes: every bound shape stays in the
+ * module's cache (up to EVT_BIND_CACHE entries and a byte budget), so the
+ * second pass over 40 shapes binds nothing (16 entries used to evict them). */
+static void bind_cache_keeps_shapes(void **state)
+{
+    (void)state;
+    char *text = h_read_file("examples/split_rowsum.evt");
+    evt_module *m = h_build(text);
+    free(text);
+    const evt_graph *g = evt_module_graph(m);
+    for (int pass = 0; pass < 2; pass++)
+        for (int n = 1; n <= 40; n++) {
+            int64_t sym[1] = {n};
+            evt_diag d;
+            evt_diag_init(&d, "bind cache");
+            evt_buffers *b = NULL;
+            assert_int_equal(evt_buffers_new(g, sym, 1, 0xff, &b, &d), EVT_OK);
+            evt_run_opts o = {.sched = n % 2 ? EVT_SCHED_STATIC : EVT_SCHED_DYNAMIC, .workers = 3};
+            evt_run_stats st;
+            if (evt_module_run(m, sym, b, &o, &st, &d)) fail_msg("n=%d: %s", n, d.text);
+            if (st.cache_hit != pass) fail_msg("pass %d, n=%d: cache_hit %d", pass, n, st.cache_hit);
+            evt_buffers_free(b);
+            evt_diag_free(&d);
+        }
+    evt_module_free(m);
+}
+
 int main(void)
 {
     /* instrument the generated kernels too when this binary runs under TSan */
@@ -132,6 +160,7 @@ int main(void)
         cmocka_unit_test(mpmc_ring),
         cmocka_unit_test(examples_all_schedules),
         cmocka_unit_test(changing_shapes),
+        cmocka_unit_test(bind_cache_keeps_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

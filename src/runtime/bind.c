@@ -263,6 +263,19 @@ void evt_bound_free(evt_bound *b)
     memset(b, 0, sizeof *b);
 }
 
+size_t evt_bound_bytes(const evt_bound *b)
+{
+    const evt_shape *s = &b->s;
+    size_t nc = (size_t)s->ncounters, nt = (size_t)s->ntasks, nq = b->q.q_off ? (size_t)b->q.q_off[b->q.nworkers] : 0;
+    size_t calls = (size_t)s->p->g->ncalls, events = (size_t)s->p->g->nevents;
+    size_t n = (calls * 9 + events * 5 + 2) * sizeof(int64_t) + nc * sizeof(int32_t); /* shape, targets */
+    n += (b->q.q_off ? ((size_t)b->q.nworkers + 1 + calls * 4) * sizeof(int64_t) : 0) + nq * sizeof(uint32_t);
+    n += b->rec ? nq * sizeof(evt_task_rec) : 0;
+    n += b->cons_off ? (nc + 1) * sizeof(int64_t) + (size_t)b->cons_off[nc] * sizeof(int32_t) : 0;
+    n += (b->pend_target ? nt * sizeof(int32_t) : 0) + (b->seeds ? nt * sizeof(int32_t) : 0);
+    return n;
+}
+
 void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
 {
     const evt_graph *g = b->s.p->g;

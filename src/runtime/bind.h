@@ -35,6 +35,8 @@ typedef struct evt_bound {
 evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched, int nworkers,
                     evt_queue_policy policy, int exact_shape, evt_bound *out, evt_diag *d);
 void evt_bound_free(evt_bound *b);
+/* Host bytes of b's arrays (the bind cache's measure). */
+size_t evt_bound_bytes(const evt_bound *b);
 /* The task records of b's static queues (bind_records.c; none when the
  * shape's numbers do not fit 32 bits). */
 evt_status evt_bind_records(const evt_plan *p, evt_bound *b);

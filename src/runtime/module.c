@@ -91,15 +91,20 @@ evt_status evt_module_build(evt_graph *g, evt_backend backend, const evt_compile
     return EVT_OK;
 }
 
+/* Frees one bind cache entry (and the backend's copy of it). */
+static void drop_entry(evt_module *m, evt_bind_entry *e)
+{
+    if (ops(m)->drop_bound) ops(m)->drop_bound(m, e);
+    evt_bound_free(&e->b);
+    free(e->sym);
+    memset(e, 0, sizeof *e);
+}
+
 void evt_module_free(evt_module *m)
 {
     if (!m) return;
     for (int i = 0; i < EVT_BIND_CACHE; i++)
-        if (m->cache[i].used) {
-            if (ops(m)->drop_bound) ops(m)->drop_bound(m, &m->cache[i]);
-            evt_bound_free(&m->cache[i].b);
-            free(m->cache[i].sym);
-        }
+        if (m->cache[i].used) drop_entry(m, &m->cache[i]);
     for (int v = 0; v < 2; v++) {
         if (m->var[v].handle || m->var[v].tmpdir[0]) ops(m)->unload(m, &m->var[v]);
         evt_plan_free(m->var[v].p);
@@ -247,6 +252,24 @@ evt_status evt_module_load(const char *path, evt_module **out, evt_diag *d)
 
 /* ---- binding and launching ---- */
 
+/* Evicts least recently used entries other than `keep` while the cache
+ * holds more than EVT_BIND_CACHE_BYTES of bound data. */
+static void trim_cache(evt_module *m, const evt_bind_entry *keep)
+{
+    for (;;) {
+        size_t total = 0;
+        evt_bind_entry *lru = NULL;
+        for (int i = 0; i < EVT_BIND_CACHE; i++) {
+            evt_bind_entry *e = &m->cache[i];
+            if (!e->used) continue;
+            total += e->bytes;
+            if (e != keep && (!lru || e->last_use < lru->last_use)) lru = e;
+        }
+        if (total <= EVT_BIND_CACHE_BYTES || !lru) return;
+        drop_entry(m, lru);
+    }
+}
+
 static evt_bind_entry *lookup(evt_module *m, int variant, const int64_t *sym, evt_sched_kind sched,
                               int nworkers, int policy, int exact)
 {
@@ -294,19 +317,16 @@ evt_status evt_module_run(evt_module *m, const int64_t *sym, evt_buffers *b, con
             if (!m->cache[i].used) { be = &m->cache[i]; break; }
             if (m->cache[i].last_use < be->last_use) be = &m->cache[i];
         }
-        if (be->used) {
-            if (ops(m)->drop_bound) ops(m)->drop_bound(m, be);
-            evt_bound_free(&be->b);
-            free(be->sym);
-            memset(be, 0, sizeof *be);
-        }
+        if (be->used) drop_entry(m, be);
         evt_status st = evt_bind(m->var[variant].p, sym, sched, nworkers, (evt_queue_policy)policy, exact, &be->b, d);
         if (st) return st;
         be->used = 1; be->variant = variant; be->sched = sched; be->nworkers = nworkers;
         be->policy = policy; be->exact = exact;
         be->sym = malloc((g->nsyms + 1) * sizeof(int64_t));
         memcpy(be->sym, sym, g->nsyms * sizeof(int64_t));
+        be->bytes = evt_bound_bytes(&be->b);
         stats->bind_ms = be->b.bind_ms;
+        trim_cache(m, be);
     }
     be->last_use = ++m->tick;
     stats->ntasks = be->b.s.ntasks;

@@ -29,7 +29,12 @@ typedef struct evt_variant {
     char tmpdir[256];     /* CPU: where the .so lives while loaded */
 } evt_variant;
 
-#define EVT_BIND_CACHE 16
+/* Bound shapes a module keeps (least recently used evicted first): up to
+ * EVT_BIND_CACHE entries and EVT_BIND_CACHE_BYTES of bound data on the host
+ * (the GPU keeps a copy of the same size), so that a server cycling through
+ * every batch size 1..128 binds each once, not on every change. */
+#define EVT_BIND_CACHE 256
+#define EVT_BIND_CACHE_BYTES ((size_t)1 << 30)
 typedef struct evt_bind_entry {
     int used, variant;
     int64_t *sym;
@@ -38,6 +43,7 @@ typedef struct evt_bind_entry {
     evt_bound b;
     void *dev;            /* backend copy of the bound data (CUDA) */
     uint64_t last_use;
+    size_t bytes;         /* evt_bound_bytes(&b) */
 } evt_bind_entry;
 
 struct evt_module {
