@@ -5,8 +5,10 @@
 # mean and max task time, the gap between the previous call's last end and
 # this call's first start (the handoff latency on the critical path), and the
 # mean time a task spent between its leader taking it and the end of its
-# waits (args.wait_us: dispatch, argument building and waits) and the mean
-# time of its release fence and notifies (args.notify_us).
+# waits (args.wait_us: dispatch, argument building and waits), the mean
+# time of its release fence and notifies (args.notify_us), and the mean of
+# args.late_us (start - max(taken, last producer notified): the protocol's
+# cost with the real waiting taken out; "-" for calls without producers).
 #   -v detail=l10_at  also lists that call's tasks: worker, start, end, and the
 #   task the same worker ran before it (what it was doing until then)
 /"ph": "X"/ {
@@ -20,6 +22,7 @@
   match($0,/"dur": [0-9.]+/); d=substr($0,RSTART+7,RLENGTH-7)+0
   if (match($0,/"wait_us": [0-9.]+/)) wt[c]+=substr($0,RSTART+11,RLENGTH-11)+0
   if (match($0,/"notify_us": [0-9.]+/)) nt[c]+=substr($0,RSTART+13,RLENGTH-13)+0
+  if (match($0,/"late_us": [0-9.]+/)) { lt[c]+=substr($0,RSTART+11,RLENGTH-11)+0; nl[c]++ }
   if (!(c in lo) || ts < lo[c]) lo[c]=ts
   if (ts+d > hi[c]) hi[c]=ts+d
   n[c]++; s[c]+=d; if (d > mx[c]) mx[c]=d
@@ -28,10 +31,10 @@ END {
   t0=-1; for (c in lo) if (t0 < 0 || lo[c] < t0) t0=lo[c]
   k=0; for (c in lo) order[k++]=c
   for (i=0;i<k;i++) for (j=i+1;j<k;j++) if (lo[order[j]] < lo[order[i]]) { t=order[i]; order[i]=order[j]; order[j]=t }
-  printf "%-14s %6s %9s %9s %8s %8s %8s %8s %8s\n", "call", "tasks", "start", "end", "gap", "mean", "max", "wait", "notify"
+  printf "%-14s %6s %9s %9s %8s %8s %8s %8s %8s %8s\n", "call", "tasks", "start", "end", "gap", "mean", "max", "wait", "notify", "late"
   prev=-1
   for (i=0;i<k;i++) { c=order[i]
-    printf "%-14s %6d %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", c, n[c], lo[c]-t0, hi[c]-t0, prev < 0 ? 0 : lo[c]-prev, s[c]/n[c], mx[c], wt[c]/n[c], nt[c]/n[c]
+    printf "%-14s %6d %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8s\n", c, n[c], lo[c]-t0, hi[c]-t0, prev < 0 ? 0 : lo[c]-prev, s[c]/n[c], mx[c], wt[c]/n[c], nt[c]/n[c], nl[c] ? sprintf("%.2f", lt[c]/nl[c]) : "-"
     if (hi[c] > prev) prev=hi[c] }
   if (detail != "") {
     printf "\n%-22s %6s %9s %9s   previous task on the worker (end)\n", "task", "worker", "start", "end"

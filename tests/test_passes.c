@@ -1,7 +1,8 @@
 /* test_passes.c — expressions, count inference (closed forms agree with
  * enumeration at many shapes), event fusion (fewer events, same results),
  * the unfused transform, task records (bind-time wait and notify lists, the
- * fallback to device-side maps, bucket entries skipped), and artifacts
+ * fallback to device-side maps, bucket entries skipped), the traces' late_us,
+ * and artifacts
  * (save, load without compiling, run, reject corrupt or stale files). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,6 +372,47 @@ static void task_records(void **state)
     evt_module_free(m);
 }
 
+/* Traces say how late each task with producers started: late_us = start -
+ * max(taken, last producer notified) is present for the consumers (between
+ * 0 and their wait_us) and absent for tasks that wait on nothing. */
+static void trace_late_us(void **state)
+{
+    (void)state;
+    char *text = h_read_file("examples/split_rowsum.evt");
+    evt_module *m = h_build(text);
+    free(text);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/evt-late-%d.json", (int)getpid());
+    const char *sets[] = {"n=8"};
+    evt_run_opts o = {.sched = EVT_SCHED_STATIC, .workers = 3, .trace_path = path};
+    char *msg = NULL;
+    if (h_run_check(m, 1, sets, &o, 1, &msg)) fail_msg("%s", msg);
+    free(msg);
+    char *json = h_read_file(path);
+    unlink(path);
+    int finals = 0, partials = 0;
+    for (char *q = strstr(json, "{\"name\": \""); q; q = strstr(q + 1, "{\"name\": \"")) {
+        char *end = strchr(q, '}');
+        end = end ? strchr(end + 1, '}') : NULL; /* the args object closes first */
+        assert_non_null(end);
+        char *late = strstr(q, "\"late_us\": "), *wait = strstr(q, "\"wait_us\": ");
+        if (late && late > end) late = NULL;
+        if (!strncmp(q + 10, "final(", 6)) {
+            finals++;
+            if (!late || !wait) fail_msg("no late_us in %.200s", q);
+            double l = atof(late + 11), w = atof(wait + 11);
+            if (l < 0 || l > w + 1e-3) fail_msg("late_us %g outside [0, wait_us %g]", l, w);
+        } else if (!strncmp(q + 10, "partial(", 8)) {
+            partials++;
+            if (late) fail_msg("late_us on a task without waits: %.200s", q);
+        }
+    }
+    assert_int_equal(finals, 8);
+    assert_int_equal(partials, 32);
+    free(json);
+    evt_module_free(m);
+}
+
 static void artifacts(void **state)
 {
     (void)state;
@@ -421,6 +463,7 @@ int main(void)
         cmocka_unit_test(kernel_by_kernel),
         cmocka_unit_test(hybrid_split),
         cmocka_unit_test(task_records),
+        cmocka_unit_test(trace_late_us),
         cmocka_unit_test(artifacts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
