@@ -12,7 +12,9 @@
 # static and kernel-by-kernel workers' producer warps load the GEMV weights
 # into shared memory; dynamic workers read them directly) and 20 takes the
 # register path beside it; the default build and --prefetch (L2 prefetch
-# hook) run the register path. Prints "N passed, N failed".
+# hook) run the register path; --no-records runs the static schedule with
+# its maps evaluated on the device (no task records, launch tables in
+# global memory). Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp/evt-decode-check}/decode_check
@@ -46,5 +48,6 @@ run_case mid-b12-stream tests/gpu/qwen3-mid.json 12 64 2 --stream
 run_case mid-b20-stream tests/gpu/qwen3-mid.json 20 64 2 --stream
 run_case mid-b40 tests/gpu/qwen3-mid.json 40 33 2
 run_case mid-b4-prefetch tests/gpu/qwen3-mid.json 4 64 2 --prefetch
+run_case mid-b6-norecords tests/gpu/qwen3-mid.json 6 64 2 --no-records
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
