@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "harness.h"
+#include "pass/plan.h"
+#include "runtime/bind.h"
 #include "evt/models.h"
 #include "tiles/tiles_cpu.h"
 #include "runtime/half.h"
@@ -463,6 +465,54 @@ static char *read_all(const char *path, size_t *n)
 /* --check's GPU tolerance: 2e-2 for shallow models, growing as the square
  * root of the depth (the measured 0.0221 of qwen3-0.6b's 28 layers passes,
  * a wrong result, O(1), never does). */
+/* The argmax over the vocabulary: about target_tasks tasks in all at any
+ * batch (max(1, target_tasks / B) chunks per row, after the whole LM head),
+ * one per (row, LM-head tile) in the ablation; both pick the reference's
+ * tokens on the CPU backend (tiny_decode checks the default). */
+static void argmax_tasks(void **state)
+{
+    (void)state;
+    evt_diag d;
+    evt_diag_init(&d, "qwen3-0.6b");
+    evt_qwen3_config c;
+    assert_true(evt_qwen3_preset("qwen3-0.6b", &c));
+    for (int per_tile = 0; per_tile < 2; per_tile++) {
+        evt_qwen3_opts o = {.argmax_per_tile = per_tile};
+        char *text = evt_qwen3_program(&c, &o, &d);
+        assert_non_null(text);
+        evt_graph *g = evt_parse(text, strlen(text), &d);
+        assert_non_null(g);
+        evt_compile_opts co = {0};
+        evt_plan *p = NULL;
+        assert_int_equal(evt_compile(g, &co, &p, &d), EVT_OK);
+        int amax = -1;
+        for (int k = 0; k < g->ncalls; k++) if (!strcmp(g->calls[k]->name, "amax")) amax = k;
+        assert_true(amax >= 0);
+        for (int64_t B = 1; B <= 128; B *= 2) {
+            int64_t sym[1] = {B};
+            evt_bound b;
+            assert_int_equal(evt_bind_targets(p, sym, &b, &d), EVT_OK);
+            int64_t n = b.s.task_base[amax + 1] - b.s.task_base[amax];
+            int64_t want = per_tile ? B * 660 : B * (132 / B > 1 ? 132 / B : 1);
+            if (n != want) fail_msg("per_tile %d, B=%lld: %lld argmax tasks, want %lld", per_tile, (long long)B, (long long)n, (long long)want);
+            evt_bound_free(&b);
+        }
+        evt_plan_free(p);
+        evt_graph_free(g);
+        free(text);
+    }
+    evt_diag_free(&d);
+    evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 3, .ctx = 24, .steps = 2, .backend = EVT_BACKEND_CPU,
+                         .check = 1, .quiet = 1};
+    o.build.argmax_per_tile = 1;
+    evt_decode_result r;
+    evt_diag_init(&d, "tiny");
+    if (evt_decode(&o, &r, &d)) fail_msg("%s", d.text);
+    assert_int_equal(r.check_failed, 0);
+    assert_int_equal(r.steps_checked, 2);
+    evt_diag_free(&d);
+}
+
 static void check_tolerance(void **state)
 {
     (void)state;
@@ -580,6 +630,7 @@ int main(void)
         cmocka_unit_test(argmax_ties),
         cmocka_unit_test(fused_norm_tiles),
         cmocka_unit_test(config_and_program),
+        cmocka_unit_test(argmax_tasks),
         cmocka_unit_test(check_tolerance),
         cmocka_unit_test(tiny_decode),
     };

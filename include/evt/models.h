@@ -51,6 +51,10 @@ typedef struct evt_qwen3_opts {
     int fuse_norm;         /* the input, post-attention and final RMSNorms inside every GEMV tile
                               (rms_linear / rms_mlp_up) instead of rmsnorm calls of their own: fewer
                               tasks and handoffs, measured 0-5% slower on an H200, so not the default */
+    int argmax_per_tile;   /* ablation: one argmax task per (row, LM-head tile), each waiting on its tile
+                              (B x 660 tasks for Qwen3's vocabulary), instead of about target_tasks
+                              argmax tasks in all (max(1, target_tasks / B) chunks per row) after the
+                              whole LM head */
     int prefetch;          /* GEMV calls annotated `prefetch`: their L2 prefetch hook runs before their
                               waits (measured 3-8% slower at batch 1 on an H200, so not the default),
                               or, in a kernel built with the weight stream, their weights stream */

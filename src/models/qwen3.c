@@ -22,8 +22,11 @@
  * attn_split waits on, notifying P_i[b, h / G]: one more handoff per layer.)
  * Linear calls have one tile per worker (target_tasks, 132) with ragged row
  * ranges, so every SM streams an equal share of each weight matrix.
- * then the final norm, the LM head (tiles of the vocabulary), a per-chunk
- * argmax waiting only on its LM-head tile, and the final argmax.
+ * then the final norm, the LM head (tiles of the vocabulary), the argmax of
+ * each row in max(1, min(V, target_tasks / B)) chunks after the whole LM
+ * head (about target_tasks tasks at any batch: one per (row, LM tile), the
+ * `argmax_per_tile` ablation, was B x 660 tasks for Qwen3, 47% of a
+ * qwen3-0.6b step's tasks at B = 64), and the final argmax.
  * Attention splits carry `policy dynamic`: their length follows each
  * request's position, so under the hybrid schedule they go through the ready
  * queue while the GEMVs keep their static queues (other schedules ignore it).
@@ -121,7 +124,7 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {128, 1024, 16, 0, 132, 1, 0, 0, 0, 0, 0};
+    evt_qwen3_opts def = {.max_batch = 128, .max_ctx = 1024, .page_size = 16, .target_tasks = 132, .seed = 1};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
@@ -223,8 +226,13 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     }
     if (SN) P("tensor hf : bf16[B, %lld] scratch\n", (long long)H);
     P("tensor logits : bf16[B, %lld] output\n", (long long)V);
-    P("tensor pv : f32[B, %lld] scratch\n", (long long)NC);
-    P("tensor pi : i32[B, %lld] scratch\n", (long long)NC);
+    /* argmax chunks per row: one per LM tile (ablation), or about
+       target_tasks argmax tasks in all */
+    char NAx[96];
+    if (op.argmax_per_tile) snprintf(NAx, sizeof NAx, "%lld", (long long)NC);
+    else snprintf(NAx, sizeof NAx, "max(1, min(%lld, %lld / B))", (long long)V, (long long)op.target_tasks);
+    P("tensor pv : f32[B, %s] scratch\n", NAx);
+    P("tensor pi : i32[B, %s] scratch\n", NAx);
     P("tensor next : i32[B] output\n\n");
     /* events */
     /* event names carry the layer as a prefix (e12_QKV): no name is another's prefix-extension */
@@ -238,7 +246,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (SN) P("event e%lld_H2[%s]\n", (long long)l, EV);
     }
     if (SN) P("event HF[%s]\n", EV);
-    P("event LM[%lld]\nevent AP[B]\n\n", (long long)NC);
+    P("event LM[%lld]\nevent AP[B]\n\n", (long long)(op.argmax_per_tile ? NC : 1));
     /* calls */
     P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify e0_X[%s]\n}\n", RW);
     for (int64_t l = 0; l < L; l++) {
@@ -302,13 +310,14 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     if (SN) {
         P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
           (long long)L, eps, (long long)L, RW, RW);
-        P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld]%s {\n    wait HF%s\n    notify LM[nb]\n}\n",
-          lm, (long long)NC, (long long)NC, PF, AW);
+        P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld]%s {\n    wait HF%s\n    notify LM[%s]\n}\n",
+          lm, (long long)NC, (long long)NC, PF, AW, op.argmax_per_tile ? "nb" : "0");
     } else {
-        P("call lm = rms_linear(x%lld, %s, logits, final_norm, %lld, %lld) over (nb) in [%lld]%s {\n    wait e%lld_X%s\n    notify LM[nb]\n}\n",
-          (long long)L, lm, (long long)NC, eps, (long long)NC, PF, (long long)L, AW);
+        P("call lm = rms_linear(x%lld, %s, logits, final_norm, %lld, %lld) over (nb) in [%lld]%s {\n    wait e%lld_X%s\n    notify LM[%s]\n}\n",
+          (long long)L, lm, (long long)NC, eps, (long long)NC, PF, (long long)L, AW, op.argmax_per_tile ? "nb" : "0");
     }
-    P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %lld] {\n    wait LM[c]\n    notify AP[b]\n}\n", (long long)NC);
+    P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %s] {\n    wait LM[%s]\n    notify AP[b]\n}\n", NAx,
+      op.argmax_per_tile ? "c" : "0");
     P("call pick = argmax_final(pv, pi, next) over (b) in [B] {\n    wait AP[b]\n}\n");
     return o.buf;
 }
