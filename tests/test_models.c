@@ -398,9 +398,9 @@ static void config_and_program(void **state)
     assert_null(strstr(text, "for r in [B]"));
     /* attention per kv head (its 2 q heads together), the ready queue under hybrid */
     assert_non_null(strstr(text, "over (b, g, s) in [B, 2, min(8, max(1, 132 / (B * 2)))] policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
-                                 "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_P[b, g]\n}"));
+                                 "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_P[b, g * max(1, 2 * min(1, 16 / B)) / 2]\n}"));
     /* one merge task per (request, kv group) */
-    assert_non_null(strstr(text, "attn_merge_group(l0_part, l0_o, 2) over (b, g) in [B, 2] {\n    wait e0_P[b, g]\n"));
+    assert_non_null(strstr(text, "attn_merge_group(l0_part, l0_o, 4 / max(1, 2 * min(1, 16 / B))) over (b, g) in [B, max(1, 2 * min(1, 16 / B))] {\n    wait e0_P[b, g]\n"));
     free(text);
     o.row_events = 1;
     text = evt_qwen3_program(&c, &o, &d);
@@ -443,7 +443,7 @@ static void config_and_program(void **state)
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));
     assert_non_null(strstr(text, "    wait e1_H[0]\n    notify e1_QKV[0]\n}"));
-    assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g]\n}"));
+    assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * max(1, 2 * min(1, 16 / B)) / 2]\n}"));
     free(text);
     evt_diag_free(&d);
 }
@@ -467,9 +467,11 @@ static char *read_all(const char *path, size_t *n)
  * a wrong result, O(1), never does). */
 /* The argmax over the vocabulary: about target_tasks tasks in all at any
  * batch (max(1, target_tasks / B) chunks per row, after the whole LM head),
- * one per (row, LM-head tile) in the ablation; both pick the reference's
- * tokens on the CPU backend (tiny_decode checks the default). */
-static void argmax_tasks(void **state)
+ * one per (row, LM-head tile) in the ablation; the attention merge: one task
+ * per (row, kv group) up to batch 16, one per row above (every batch in the
+ * ablation). Both forms pick the reference's tokens on the CPU backend
+ * (tiny_decode checks the defaults). */
+static void reduction_tasks(void **state)
 {
     (void)state;
     evt_diag d;
@@ -477,7 +479,7 @@ static void argmax_tasks(void **state)
     evt_qwen3_config c;
     assert_true(evt_qwen3_preset("qwen3-0.6b", &c));
     for (int per_tile = 0; per_tile < 2; per_tile++) {
-        evt_qwen3_opts o = {.argmax_per_tile = per_tile};
+        evt_qwen3_opts o = {.argmax_per_tile = per_tile, .merge_per_group = per_tile};
         char *text = evt_qwen3_program(&c, &o, &d);
         assert_non_null(text);
         evt_graph *g = evt_parse(text, strlen(text), &d);
@@ -485,9 +487,12 @@ static void argmax_tasks(void **state)
         evt_compile_opts co = {0};
         evt_plan *p = NULL;
         assert_int_equal(evt_compile(g, &co, &p, &d), EVT_OK);
-        int amax = -1;
-        for (int k = 0; k < g->ncalls; k++) if (!strcmp(g->calls[k]->name, "amax")) amax = k;
-        assert_true(amax >= 0);
+        int amax = -1, merge = -1;
+        for (int k = 0; k < g->ncalls; k++) {
+            if (!strcmp(g->calls[k]->name, "amax")) amax = k;
+            if (!strcmp(g->calls[k]->name, "l5_am")) merge = k;
+        }
+        assert_true(amax >= 0 && merge >= 0);
         for (int64_t B = 1; B <= 128; B *= 2) {
             int64_t sym[1] = {B};
             evt_bound b;
@@ -495,6 +500,9 @@ static void argmax_tasks(void **state)
             int64_t n = b.s.task_base[amax + 1] - b.s.task_base[amax];
             int64_t want = per_tile ? B * 660 : B * (132 / B > 1 ? 132 / B : 1);
             if (n != want) fail_msg("per_tile %d, B=%lld: %lld argmax tasks, want %lld", per_tile, (long long)B, (long long)n, (long long)want);
+            n = b.s.task_base[merge + 1] - b.s.task_base[merge];
+            want = per_tile || B <= 16 ? B * 8 : B;
+            if (n != want) fail_msg("per_group %d, B=%lld: %lld merge tasks, want %lld", per_tile, (long long)B, (long long)n, (long long)want);
             evt_bound_free(&b);
         }
         evt_plan_free(p);
@@ -502,15 +510,20 @@ static void argmax_tasks(void **state)
         free(text);
     }
     evt_diag_free(&d);
-    evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 3, .ctx = 24, .steps = 2, .backend = EVT_BACKEND_CPU,
-                         .check = 1, .quiet = 1};
-    o.build.argmax_per_tile = 1;
-    evt_decode_result r;
-    evt_diag_init(&d, "tiny");
-    if (evt_decode(&o, &r, &d)) fail_msg("%s", d.text);
-    assert_int_equal(r.check_failed, 0);
-    assert_int_equal(r.steps_checked, 2);
-    evt_diag_free(&d);
+    for (int B = 3; B <= 20; B += 17)
+        for (int ablate = 0; ablate < 2; ablate++) {
+            evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = B, .ctx = 24, .steps = 2,
+                                 .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1};
+            o.build.argmax_per_tile = o.build.merge_per_group = ablate;
+            o.run.workers = 5;
+            o.run.sched = ablate ? EVT_SCHED_DYNAMIC : EVT_SCHED_STATIC;
+            evt_decode_result r;
+            evt_diag_init(&d, "tiny");
+            if (evt_decode(&o, &r, &d)) fail_msg("B=%d ablate=%d: %s", B, ablate, d.text);
+            assert_int_equal(r.check_failed, 0);
+            assert_int_equal(r.steps_checked, 2);
+            evt_diag_free(&d);
+        }
 }
 
 static void check_tolerance(void **state)
@@ -630,7 +643,7 @@ int main(void)
         cmocka_unit_test(argmax_ties),
         cmocka_unit_test(fused_norm_tiles),
         cmocka_unit_test(config_and_program),
-        cmocka_unit_test(argmax_tasks),
+        cmocka_unit_test(reduction_tasks),
         cmocka_unit_test(check_tolerance),
         cmocka_unit_test(tiny_decode),
     };

@@ -39,7 +39,7 @@ typedef struct cli {
     int emit_only;
     long long batch, ctx, steps, splits, page, tiles;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
-    int nalso, row_events, split_rope, fuse_norm, qkv_one, prefetch, argmax_per_tile;
+    int nalso, row_events, split_rope, fuse_norm, qkv_one, prefetch, argmax_per_tile, merge_per_group;
 } cli;
 
 static int usage(const char *msg)
@@ -64,6 +64,7 @@ static int usage(const char *msg)
             "                [--fuse-norm]        (the RMSNorms inside the GEMV tiles, not calls of their own)\n"
             "                [--qkv-one-counter]  (attention waits for the whole QKV projection, not its heads)\n"
             "                [--argmax-per-tile]  (ablation: one argmax task per row and LM-head tile)\n"
+            "                [--merge-per-group]  (ablation: one attention merge per row and kv group at every batch)\n"
             "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
             "                [--stream]           (GEMV weights through the weight stream, CUDA: docs/runtime.md)\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n");
@@ -142,6 +143,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--fuse-norm")) c->fuse_norm = 1;
         else if (!strcmp(a, "--prefetch")) c->prefetch = 1;
         else if (!strcmp(a, "--argmax-per-tile")) c->argmax_per_tile = 1;
+        else if (!strcmp(a, "--merge-per-group")) c->merge_per_group = 1;
         else if (!strcmp(a, "--qkv-one-counter")) c->qkv_one = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
@@ -395,6 +397,7 @@ static int cmd_decode(cli *c)
     o.build.fuse_norm = c->fuse_norm;
     o.build.prefetch = c->prefetch;
     o.build.argmax_per_tile = c->argmax_per_tile;
+    o.build.merge_per_group = c->merge_per_group;
     o.compile = c->copts;
     o.build.qkv_one_counter = c->qkv_one;
     memcpy(o.also, c->also, sizeof o.also);

@@ -55,6 +55,8 @@ typedef struct evt_qwen3_opts {
                               (B x 660 tasks for Qwen3's vocabulary), instead of about target_tasks
                               argmax tasks in all (max(1, target_tasks / B) chunks per row) after the
                               whole LM head */
+    int merge_per_group;   /* ablation: one attention merge task per (row, kv group) at every batch, not
+                              one per row above batch 16 */
     int prefetch;          /* GEMV calls annotated `prefetch`: their L2 prefetch hook runs before their
                               waits (measured 3-8% slower at batch 1 on an H200, so not the default),
                               or, in a kernel built with the weight stream, their weights stream */

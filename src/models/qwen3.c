@@ -121,6 +121,7 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 
 #define P(...) evt_pr(&o, __VA_ARGS__)
 #define EVT_QWEN3_AUTO_SPLITS_MAX 8 /* adaptive split-KV count's cap (see Sx below) */
+#define EVT_QWEN3_MERGE_ROWS_B 16   /* above this batch, one attention merge task per row (see MGx below) */
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
@@ -145,6 +146,13 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
        EVT_QWEN3_AUTO_SPLITS_MAX: at batch 1, ctx 512, 8 splits of 64
        positions beat 16 of 32 (qwen3-0.6b 1.986 -> 1.879 ms, qwen3-8b
        6.134 -> 5.970 ms on an H200, bench/RESULTS.md) */
+    /* merge tasks per row: one per kv group up to EVT_QWEN3_MERGE_ROWS_B rows,
+       one per row above (the per-group tasks were mostly dispatch and
+       notify: B x kv heads of them, merging a single split each once B is
+       past 132 / (2 x kv heads)); merge_per_group keeps one per group */
+    char MGx[96];
+    if (op.merge_per_group) snprintf(MGx, sizeof MGx, "%lld", (long long)nkv);
+    else snprintf(MGx, sizeof MGx, "max(1, %lld * min(1, %d / B))", (long long)nkv, EVT_QWEN3_MERGE_ROWS_B);
     char Sx[96];
     if (op.attn_splits > 0) snprintf(Sx, sizeof Sx, "%lld", (long long)op.attn_splits);
     else snprintf(Sx, sizeof Sx, "min(%d, max(1, %lld / (B * %lld)))", EVT_QWEN3_AUTO_SPLITS_MAX, (long long)op.target_tasks,
@@ -241,7 +249,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (SN) P("event e%lld_H[%s]\n", (long long)l, EV);
         P("event e%lld_QKV[%lld]\n", (long long)l, (long long)(op.qkv_one_counter ? 1 : nh + 2 * nkv));
         if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
-        P("event e%lld_P[B, %lld]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)nkv,
+        P("event e%lld_P[B, %s]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, MGx,
           (long long)l, (long long)l, EV, (long long)l);
         if (SN) P("event e%lld_H2[%s]\n", (long long)l, EV);
     }
@@ -283,16 +291,16 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
               "    %s%s\n    notify e%lld_KV[b, g]\n}\n",
               i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, wk_g, wv_g, i);
             P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %s] policy dynamic {\n"
-              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h / %lld]\n}\n",
-              i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G);
+              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h / %lld * %s / %lld]\n}\n",
+              i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G, MGx, (long long)nkv);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, %lld, %lld)"
               " over (b, g, s) in [B, %lld, %s] policy dynamic {\n"
-              "    %s%s\n    notify e%lld_P[b, g]\n}\n",
-              i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i);
+              "    %s%s\n    notify e%lld_P[b, g * %s / %lld]\n}\n",
+              i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, MGx, (long long)nkv);
         }
-        P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld) over (b, g) in [B, %lld] {\n    wait e%lld_P[b, g]\n"
-          "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)G, (long long)nkv, i, i);
+        P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld / %s) over (b, g) in [B, %s] {\n    wait e%lld_P[b, g]\n"
+          "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)nh, MGx, MGx, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld]%s {\n"
           "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
         if (SN) {
