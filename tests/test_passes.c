@@ -291,8 +291,10 @@ static void hybrid_split(void **state)
 /* The task records of a static schedule hold, per queue entry, exactly the
  * task's coordinate, id and counter lists at the bound shape; a task with
  * more waits than fit falls back to device-side maps; the entries of a
- * bucket schedule that the shape does not have are marked to be skipped.
- * Runs agree with the reference with records and without (--no-records). */
+ * bucket schedule that the shape does not have are marked to be skipped. A
+ * dynamic schedule has the same records by global task id. Runs agree with
+ * the reference with records and without (--no-records), static and
+ * dynamic. */
 static void task_records(void **state)
 {
     (void)state;
@@ -353,18 +355,35 @@ static void task_records(void **state)
             }
         }
         assert_int_equal(ran, b.s.ntasks);
+        assert_null(b.trec); /* static: queue records only */
         evt_bound_free(&b);
+        /* dynamic: every task's record by global id, the same contents */
+        evt_bound q;
+        assert_int_equal(evt_bind(p, sym, EVT_SCHED_DYNAMIC, 3, EVT_QUEUE_RR, 0, &q, &d), EVT_OK);
+        assert_non_null(q.trec);
+        for (int64_t t = 0; t < q.s.ntasks; t++) {
+            const evt_task_rec *r = &q.trec[t];
+            int c = (int)(r->entry >> EVT_QCALL_SHIFT);
+            assert_int_equal(r->task, t);
+            assert_int_equal(q.s.task_base[c] + (int64_t)(r->entry & EVT_QINDEX_MASK), t);
+            int64_t i = r->coord[0], row[1] = {i}, zero[1] = {0};
+            if (c == 0) assert_int_equal(r->notify[1], evt_shape_elem(&q.s, 1, zero));
+            if (c == 1) assert_int_equal(r->wait[0], evt_shape_elem(&q.s, 0, row));
+            if (c == 2) assert_int_equal(r->nwait, 1 + n > EVT_REC_WAITS ? -1 : 1 + n);
+        }
+        evt_bound_free(&q);
         evt_diag_free(&d);
     }
     evt_plan_free(p);
     evt_graph_free(g);
     evt_module *m = h_build(prog);
     for (int n = 1; n <= 8; n++)
-        for (int computed = 0; computed < 2; computed++) {
+        for (int computed = 0; computed < 4; computed++) {
             char set[16];
             snprintf(set, sizeof set, "n=%d", n);
             const char *sets[] = {set};
-            evt_run_opts o = {.sched = EVT_SCHED_STATIC, .workers = 3, .computed_dispatch = computed, .chaos = (uint32_t)(n + 1)};
+            evt_run_opts o = {.sched = computed < 2 ? EVT_SCHED_STATIC : EVT_SCHED_DYNAMIC, .workers = 3,
+                              .computed_dispatch = computed & 1, .chaos = (uint32_t)(n + 1)};
             char *msg = NULL;
             if (h_run_check(m, 1, sets, &o, (uint64_t)n, &msg)) fail_msg("n=%d computed=%d: %s", n, computed, msg);
             free(msg);

@@ -129,6 +129,7 @@ typedef struct evt_ctx {
     const uint32_t *q;
     const int64_t *qext;         /* [ncalls*4] extents the queue was built for */
     const evt_task_rec *rec;     /* NULL, or [q_off[nworkers]]: the entries' task records */
+    const evt_task_rec *trec;    /* NULL, or [ntasks]: every task's record by global id (dynamic workers) */
     const int32_t *ids;          /* NULL: the generated call id rows (evt_call_ids); else a copy of them */
     int32_t tables_in_smem;      /* GPU: the persistent kernel copies tensors, ext and the id rows into */
     uint32_t tables_off;         /*   dynamic shared memory at this byte offset and points the fields above at them */

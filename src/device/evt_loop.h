@@ -14,7 +14,8 @@
  * (they pop only tasks of `policy dynamic` calls).
  * Dynamic mode: workers seed the ring with the ready tasks (seeds), then pop
  * (blocking on their ticket) until the completion that finishes the last
- * task raises `terminated` (see evt_flush_completions).
+ * task raises `terminated` (see evt_flush_completions); a popped task's
+ * record, if any, is C->trec[task].
  * The last worker to finish zeroes the per-launch state for the next launch.
  */
 #ifndef EVT_LOOP_H
@@ -127,8 +128,11 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
         EVT_SYNC();
         int64_t task = W->entry;
         if (task < 0) break;
-        int call = evt_call_of_task(C, task);
-        evt_dispatch(C, W, call, task - C->task_base[call], C->ext, NULL);
+        /* the task's record (global memory, by task id), or the decode */
+        const evt_task_rec *R = C->trec ? C->trec + task : NULL;
+        int call = R ? (int)(R->entry >> EVT_QCALL_SHIFT) : evt_call_of_task(C, task);
+        int64_t lin = R ? (int64_t)(R->entry & EVT_QINDEX_MASK) : task - C->task_base[call];
+        evt_dispatch(C, W, call, lin, C->ext, R);
         EVT_SYNC(); /* W->entry is rewritten only after everyone read it */
         evt_fan_out(C, W); /* credits pushed before this task counts as done */
         if (EVT_LEADER) {

@@ -238,6 +238,7 @@ evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched,
     st = bind_targets(p, b, d);
     if (!st && sched == EVT_SCHED_DYNAMIC) st = bind_dynamic(p, NULL, b);
     if (!st && sched == EVT_SCHED_HYBRID) st = bind_hybrid(p, sym, nworkers, policy, exact_shape, b, d);
+    if (!st && (sched == EVT_SCHED_DYNAMIC || sched == EVT_SCHED_HYBRID)) st = evt_bind_task_records(p, b);
     if (!st && (sched == EVT_SCHED_KBK || sched == EVT_SCHED_GRAPH)) st = check_kbk_order(p->g, d);
     if (!st && (sched == EVT_SCHED_STATIC || sched == EVT_SCHED_UNFUSED)) {
         st = bind_static(p, sym, nworkers, policy, exact_shape, NULL, b, d);
@@ -259,7 +260,7 @@ void evt_bound_free(evt_bound *b)
 {
     evt_shape_free(&b->s);
     evt_static_sched_free(&b->q);
-    free(b->target); free(b->cons_off); free(b->cons); free(b->pend_target); free(b->seeds); free(b->rec);
+    free(b->target); free(b->cons_off); free(b->cons); free(b->pend_target); free(b->seeds); free(b->rec); free(b->trec);
     memset(b, 0, sizeof *b);
 }
 
@@ -271,6 +272,7 @@ size_t evt_bound_bytes(const evt_bound *b)
     size_t n = (calls * 9 + events * 5 + 2) * sizeof(int64_t) + nc * sizeof(int32_t); /* shape, targets */
     n += (b->q.q_off ? ((size_t)b->q.nworkers + 1 + calls * 4) * sizeof(int64_t) : 0) + nq * sizeof(uint32_t);
     n += b->rec ? nq * sizeof(evt_task_rec) : 0;
+    n += b->trec ? nt * sizeof(evt_task_rec) : 0;
     n += b->cons_off ? (nc + 1) * sizeof(int64_t) + (size_t)b->cons_off[nc] * sizeof(int32_t) : 0;
     n += (b->pend_target ? nt * sizeof(int32_t) : 0) + (b->seeds ? nt * sizeof(int32_t) : 0);
     return n;
@@ -289,7 +291,7 @@ void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
             : b->sched == EVT_SCHED_KBK || b->sched == EVT_SCHED_GRAPH ? EVT_MODE_KBK
             : b->sched == EVT_SCHED_HYBRID ? EVT_MODE_HYBRID : EVT_MODE_STATIC;
     C->nstatic = b->nstatic;
-    C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext; C->rec = b->rec;
+    C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext; C->rec = b->rec; C->trec = b->trec;
     C->cons_off = b->cons_off; C->cons = b->cons; C->pend_target = b->pend_target;
     C->seeds = b->seeds; C->nseeds = b->nseeds;
     C->state_len = b->state_len;

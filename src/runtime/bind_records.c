@@ -9,7 +9,9 @@
  *
  * A task whose lists do not fit, or whose wait index is out of range (the
  * device reports it, naming the event), keeps nwait = -1: the generated code
- * computes its lists as it does without records. */
+ * computes its lists as it does without records. Dynamic and hybrid
+ * schedules also get every task's record by global task id (trec), which a
+ * dynamic worker indexes with the task it popped. */
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/bind.h"
@@ -44,6 +46,52 @@ static int rec_lists(const evt_bound *b, const evt_call *call, const int64_t *co
     return 1;
 }
 
+/* Fills the record of the task at `coord` (in the grid the entry was decoded
+ * with) of `call`; its lists too when `has` (evt_call_has_records). A bucket
+ * entry that this shape does not have gets task = -1. */
+static void rec_fill(const evt_bound *b, const evt_call *call, int has, uint32_t entry, const int64_t *coord, evt_task_rec *r)
+{
+    const evt_shape *s = &b->s;
+    int c = call->id;
+    int64_t lin = 0;
+    int inside = 1;
+    r->entry = entry;
+    r->nwait = -1;
+    r->task = -1;
+    for (int d = 0; d < call->rank; d++) {
+        inside &= coord[d] < s->ext[c * 4 + d];
+        lin = lin * s->ext[c * 4 + d] + coord[d];
+        r->coord[d] = (int32_t)coord[d];
+    }
+    if (!inside) return; /* a bucket schedule's task that this shape does not have */
+    r->task = (int32_t)(s->task_base[c] + lin);
+    if (has && !rec_lists(b, call, coord, r)) r->nwait = -1;
+}
+
+/* Every task's record by global task id (the dynamic workers': a popped
+ * task id indexes it). */
+evt_status evt_bind_task_records(const evt_plan *p, evt_bound *b)
+{
+    const evt_graph *g = p->g;
+    const evt_shape *s = &b->s;
+    free(b->trec);
+    b->trec = NULL;
+    if (s->ntasks == 0 || s->ncounters >= INT32_MAX || s->ntasks >= INT32_MAX) return EVT_OK;
+    evt_task_rec *rec = calloc(s->ntasks, sizeof *rec);
+    if (!rec) return EVT_ERR_NOMEM;
+    for (int c = 0; c < g->ncalls; c++) {
+        const evt_call *call = g->calls[c];
+        int has = evt_call_has_records(p, call);
+        for (int64_t lin = 0; lin < s->task_base[c + 1] - s->task_base[c]; lin++) {
+            int64_t coord[EVT_MAX_RANK] = {0};
+            evt_shape_decode(&s->ext[c * 4], call->rank, lin, coord);
+            rec_fill(b, call, has, (uint32_t)c << EVT_QCALL_SHIFT | (uint32_t)lin, coord, &rec[s->task_base[c] + lin]);
+        }
+    }
+    b->trec = rec;
+    return EVT_OK;
+}
+
 evt_status evt_bind_records(const evt_plan *p, evt_bound *b)
 {
     const evt_graph *g = p->g;
@@ -59,24 +107,11 @@ evt_status evt_bind_records(const evt_plan *p, evt_bound *b)
     if (!has || !rec) { free(has); free(rec); return EVT_ERR_NOMEM; }
     for (int c = 0; c < g->ncalls; c++) has[c] = evt_call_has_records(p, g->calls[c]);
     for (int64_t k = 0; k < n; k++) {
-        evt_task_rec *r = &rec[k];
         uint32_t e = q->q[k];
         int c = (int)(e >> EVT_QCALL_SHIFT);
-        const evt_call *call = g->calls[c];
-        int64_t coord[EVT_MAX_RANK] = {0}, lin = 0;
-        evt_shape_decode(&q->ext[c * 4], call->rank, (int64_t)(e & EVT_QINDEX_MASK), coord);
-        r->entry = e;
-        r->nwait = -1;
-        r->task = -1;
-        int inside = 1;
-        for (int d = 0; d < call->rank; d++) {
-            inside &= coord[d] < s->ext[c * 4 + d];
-            lin = lin * s->ext[c * 4 + d] + coord[d];
-            r->coord[d] = (int32_t)coord[d];
-        }
-        if (!inside) continue; /* a bucket schedule's task that this shape does not have */
-        r->task = (int32_t)(s->task_base[c] + lin);
-        if (has[c] && !rec_lists(b, call, coord, r)) r->nwait = -1;
+        int64_t coord[EVT_MAX_RANK] = {0};
+        evt_shape_decode(&q->ext[c * 4], g->calls[c]->rank, (int64_t)(e & EVT_QINDEX_MASK), coord);
+        rec_fill(b, g->calls[c], has[c], e, coord, &rec[k]);
     }
     free(has);
     b->rec = rec;

@@ -346,6 +346,7 @@ static evt_status upload_bound(evt_bind_entry *be, const evt_graph *g, evt_diag 
         {h.q, h.q && h.q_off ? (size_t)b->q.q_off[nq] * sizeof(uint32_t) : 0, (const void **)&h.q},
         {h.qext, h.qext ? g->ncalls * 4 * sizeof(int64_t) : 0, (const void **)&h.qext},
         {h.rec, h.rec && h.q_off ? (size_t)b->q.q_off[nq] * sizeof(evt_task_rec) : 0, (const void **)&h.rec},
+        {h.trec, h.trec ? nt * sizeof(evt_task_rec) : 0, (const void **)&h.trec},
         {h.cons_off, h.cons_off ? (nc + 1) * sizeof(int64_t) : 0, (const void **)&h.cons_off},
         {h.cons, h.cons && h.cons_off ? (size_t)b->cons_off[nc] * sizeof(int32_t) : 0, (const void **)&h.cons},
         {h.pend_target, h.pend_target ? nt * sizeof(int32_t) : 0, (const void **)&h.pend_target},
@@ -491,7 +492,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
        (--no-records, the ablation: tables in global, no task records) */
     C.tables_in_smem = v->table_smem && !o->computed_dispatch;
     C.tables_off = v->dyn_smem;
-    if (o->computed_dispatch) C.rec = NULL;
+    if (o->computed_dispatch) C.rec = C.trec = NULL;
     C.trace = NULL;
     C.trace_worker = NULL;
     C.tile_fns = NULL;
