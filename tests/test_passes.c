@@ -304,7 +304,7 @@ static void task_records(void **state)
         "event Row[n]\nevent Fan[1]\nevent Done[n]\n"
         "call a = mark(M) over (i, j) in [n, 4] {\n    notify Row[i]\n    notify Fan[0]\n}\n"
         "call b = mark(M2) over (i) in [n] {\n    wait Row[i]\n    wait Row[n - 1 - i]\n    notify Done[i]\n}\n"
-        "call c = mark(M3) over (i) in [n] {\n    wait Fan[0]\n    wait Done[k] for k in [n]\n}\n";
+        "call c = mark(M3) over (i) in [n] {\n    wait Fan[0]\n    wait Done[k] for k in [n]\n    wait Row[k] for k in [n]\n}\n";
     evt_graph *g;
     evt_compile_opts co = {.no_fuse = 1};
     evt_plan *p = compile_text(prog, &g, &co);
@@ -331,25 +331,27 @@ static void task_records(void **state)
                 assert_int_equal(r->task, b.s.task_base[0] + i * 4 + j);
                 assert_int_equal(r->nwait, 0);
                 assert_int_equal(r->nnotify, 2);
-                assert_int_equal(r->notify[0], evt_shape_elem(&b.s, 0, row));
-                assert_int_equal(r->notify[1], evt_shape_elem(&b.s, 1, zero));
+                assert_int_equal(r->elem[0], evt_shape_elem(&b.s, 0, row)); /* notifies after the (no) waits */
+                assert_int_equal(r->elem[1], evt_shape_elem(&b.s, 1, zero));
             } else if (c == 1) {
                 assert_int_equal(r->task, b.s.task_base[1] + i);
                 assert_int_equal(r->nwait, 2);
-                assert_int_equal(r->wait[0], evt_shape_elem(&b.s, 0, row));
-                assert_int_equal(r->wait[1], evt_shape_elem(&b.s, 0, mirror));
+                assert_int_equal(r->elem[0], evt_shape_elem(&b.s, 0, row));
+                assert_int_equal(r->elem[1], evt_shape_elem(&b.s, 0, mirror));
                 assert_int_equal(r->nnotify, 1);
-                assert_int_equal(r->notify[0], evt_shape_elem(&b.s, 2, row));
+                assert_int_equal(r->elem[2], evt_shape_elem(&b.s, 2, row));
             } else {
                 assert_int_equal(r->task, b.s.task_base[2] + i);
-                if (1 + n > EVT_REC_WAITS) {
+                if (1 + 2 * n > EVT_REC_ELEMS) {
                     assert_int_equal(r->nwait, -1); /* too many: the device evaluates the maps */
                 } else {
-                    assert_int_equal(r->nwait, 1 + n);
-                    assert_int_equal(r->wait[0], evt_shape_elem(&b.s, 1, zero));
+                    assert_int_equal(r->nwait, 1 + 2 * n);
+                    assert_int_equal(r->nnotify, 0);
+                    assert_int_equal(r->elem[0], evt_shape_elem(&b.s, 1, zero));
                     for (int64_t x = 0; x < n; x++) {
                         int64_t e[1] = {x};
-                        assert_int_equal(r->wait[1 + x], evt_shape_elem(&b.s, 2, e));
+                        assert_int_equal(r->elem[1 + x], evt_shape_elem(&b.s, 2, e));
+                        assert_int_equal(r->elem[1 + n + x], evt_shape_elem(&b.s, 0, e));
                     }
                 }
             }
@@ -367,9 +369,9 @@ static void task_records(void **state)
             assert_int_equal(r->task, t);
             assert_int_equal(q.s.task_base[c] + (int64_t)(r->entry & EVT_QINDEX_MASK), t);
             int64_t i = r->coord[0], row[1] = {i}, zero[1] = {0};
-            if (c == 0) assert_int_equal(r->notify[1], evt_shape_elem(&q.s, 1, zero));
-            if (c == 1) assert_int_equal(r->wait[0], evt_shape_elem(&q.s, 0, row));
-            if (c == 2) assert_int_equal(r->nwait, 1 + n > EVT_REC_WAITS ? -1 : 1 + n);
+            if (c == 0) assert_int_equal(r->elem[1], evt_shape_elem(&q.s, 1, zero));
+            if (c == 1) assert_int_equal(r->elem[0], evt_shape_elem(&q.s, 0, row));
+            if (c == 2) assert_int_equal(r->nwait, 1 + 2 * n > EVT_REC_ELEMS ? -1 : 1 + 2 * n);
         }
         evt_bound_free(&q);
         evt_diag_free(&d);

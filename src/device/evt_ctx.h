@@ -39,16 +39,15 @@
  * trigger map, or more elements than fit): the generated code computes them
  * as it does without records. task < 0: the entry lies outside the bound
  * shape (a bucket schedule); the worker skips it. */
-#define EVT_REC_WAITS 5
-#define EVT_REC_NOTIFIES 4
+#define EVT_REC_ELEMS 9
 #define EVT_REC_CHUNK 32
 typedef struct evt_task_rec {
     uint32_t entry;                   /* the queue entry (call << EVT_QCALL_SHIFT | lin) */
     int32_t task;                     /* global task id, or -1: skip */
-    int16_t nwait, nnotify;
+    int16_t nwait, nnotify;           /* nwait + nnotify <= EVT_REC_ELEMS */
     int32_t coord[4];                 /* the task's coordinate in its call's bound grid */
-    int32_t wait[EVT_REC_WAITS];      /* absolute counter indices (complete-from-start ones left out) */
-    int32_t notify[EVT_REC_NOTIFIES]; /* absolute counter indices, one +1 each (repeats allowed) */
+    int32_t elem[EVT_REC_ELEMS];      /* absolute counter indices: the waits (complete-from-start ones left
+                                         out), then the notifies (one +1 each, repeats allowed) */
 } evt_task_rec;
 
 /* KBK: one launch per call (kernel by kernel): waits and notifies are no-ops,

@@ -287,15 +287,15 @@ EVT_PROTO int evt_wait_flush(const evt_ctx *C, evt_worker *W, int call, evt_wait
 EVT_PROTO int evt_wait_rec(const evt_ctx *C, evt_worker *W, int call, const evt_task_rec *R)
 {
     int n = R->nwait;
-    int32_t v[EVT_REC_WAITS], target[EVT_REC_WAITS], elem[EVT_REC_WAITS];
+    int32_t v[EVT_REC_ELEMS], target[EVT_REC_ELEMS], elem[EVT_REC_ELEMS];
     EVT_UNROLL
-    for (int i = 0; i < EVT_REC_WAITS; i++)
-        if (i < n) elem[i] = R->wait[i];
+    for (int i = 0; i < EVT_REC_ELEMS; i++)
+        if (i < n) elem[i] = R->elem[i];
     EVT_UNROLL
-    for (int i = 0; i < EVT_REC_WAITS; i++)
+    for (int i = 0; i < EVT_REC_ELEMS; i++)
         if (i < n) target[i] = EVT_RO(C->target[elem[i]]);
     EVT_UNROLL
-    for (int i = 0; i < EVT_REC_WAITS; i++)
+    for (int i = 0; i < EVT_REC_ELEMS; i++)
         if (i < n) v[i] = evt_poll_load(&C->counters[elem[i]]);
     for (int i = 0; i < n; i++)
         if (v[i] < target[i] && evt_wait_spin(C, W, call, -1, elem[i], target[i])) return 1;
@@ -437,7 +437,7 @@ EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t 
 /* A task's notifies from its record (leader, after evt_notify_fence()). */
 EVT_PROTO void evt_notify_rec(const evt_ctx *C, evt_worker *W, const evt_task_rec *R)
 {
-    for (int i = 0; i < R->nnotify; i++) evt_signal(C, W, R->notify[i], 1);
+    for (int i = 0; i < R->nnotify; i++) evt_signal(C, W, R->elem[R->nwait + i], 1);
 }
 
 /* All threads, after a task: credit the consumers of the elements the leader

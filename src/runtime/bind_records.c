@@ -30,17 +30,20 @@ static void rec_add(void *user, int64_t elem)
     l->n++;
 }
 
-/* The lists of one task; 0 when they do not fit or a wait map fails. */
+/* The lists of one task, waits then notifies in r->elem; 0 when they do not
+ * fit together or a wait map fails. */
 static int rec_lists(const evt_bound *b, const evt_call *call, const int64_t *coord, evt_task_rec *r)
 {
     const evt_shape *s = &b->s;
     evt_eval_env env = {0};
-    rec_list w = {b->target, r->wait, 0, EVT_REC_WAITS}, n = {NULL, r->notify, 0, EVT_REC_NOTIFIES};
+    int32_t notify[EVT_REC_ELEMS];
+    rec_list w = {b->target, r->elem, 0, EVT_REC_ELEMS}, n = {NULL, notify, 0, EVT_REC_ELEMS};
     for (int k = 0; k < call->nedges; k++) {
         const evt_edge *e = &call->edges[k];
         if (evt_edge_elems(s, call, e, coord, &env, rec_add, e->kind == EVT_WAIT ? &w : &n, NULL)) return 0;
     }
-    if (w.n > EVT_REC_WAITS || n.n > EVT_REC_NOTIFIES) return 0;
+    if (w.n + n.n > EVT_REC_ELEMS) return 0;
+    for (int i = 0; i < n.n; i++) r->elem[w.n + i] = notify[i];
     r->nwait = (int16_t)w.n;
     r->nnotify = (int16_t)n.n;
     return 1;
