@@ -238,9 +238,7 @@ static void kernel_by_kernel(void **state)
         }
         evt_module_free(m);
     }
-    char *text = h_read_file("examples/split_rowsum.evt");
-    evt_module *m = h_build(text);
-    free(text);
+    evt_module *m = h_build_file("examples/split_rowsum.evt");
     const char *shapes[] = {"n=5", "n=64", "n=5"};
     for (int k = 0; k < 3; k++) {
         evt_run_opts o = {.sched = k == 1 ? EVT_SCHED_GRAPH : EVT_SCHED_KBK, .workers = 1 + 2 * k};
@@ -399,9 +397,7 @@ static void task_records(void **state)
 static void trace_late_us(void **state)
 {
     (void)state;
-    char *text = h_read_file("examples/split_rowsum.evt");
-    evt_module *m = h_build(text);
-    free(text);
+    evt_module *m = h_build_file("examples/split_rowsum.evt");
     char path[64];
     snprintf(path, sizeof path, "/tmp/evt-late-%d.json", (int)getpid());
     const char *sets[] = {"n=8"};
@@ -437,9 +433,7 @@ static void trace_late_us(void **state)
 static void artifacts(void **state)
 {
     (void)state;
-    char *text = h_read_file("examples/moe_toy.evt");
-    evt_module *m = h_build(text);
-    free(text);
+    evt_module *m = h_build_file("examples/moe_toy.evt");
     char path[64];
     snprintf(path, sizeof path, "/tmp/evt-art-%d.evtm", (int)getpid());
     evt_diag d;

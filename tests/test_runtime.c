@@ -103,9 +103,7 @@ static void examples_all_schedules(void **state)
 static void changing_shapes(void **state)
 {
     (void)state;
-    char *text = h_read_file("examples/split_rowsum.evt");
-    evt_module *m = h_build(text);
-    free(text);
+    evt_module *m = h_build_file("examples/split_rowsum.evt");
     setenv("CC", "false", 1); /* any compilation from here on would fail */
     uint32_t r = 99;
     for (int it = 0; it < 60; it++) {
@@ -129,9 +127,7 @@ static void changing_shapes(void **state)
 static void bind_cache_keeps_shapes(void **state)
 {
     (void)state;
-    char *text = h_read_file("examples/split_rowsum.evt");
-    evt_module *m = h_build(text);
-    free(text);
+    evt_module *m = h_build_file("examples/split_rowsum.evt");
     const evt_graph *g = evt_module_graph(m);
     for (int pass = 0; pass < 2; pass++)
         for (int n = 1; n <= 40; n++) {

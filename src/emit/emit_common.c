@@ -226,15 +226,20 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
     evt_pr(o, "        A->ntensors = %d; A->nints = %d; A->stream = %s;\n", nt, ni, stream);
 }
 
-/* Decodes task lin of call c into v[] and X and returns `ret` when it lies
- * outside the bound shape (the dispatch and the stream plan alike). */
-static void emit_decode_guard(evt_printer *o, const evt_call *c, ids *t, const char *ret)
+/* Opens the function body: v[] and X, the bound grid extents of call c. */
+static void open_body(evt_printer *o, const evt_call *c, ids *t)
 {
-    evt_pr(o, "{\n    int64_t v[%d];\n", EVT_MAX_RANK + EVT_MAX_FOR);
-    decode(o, c, "qext", t);
-    evt_pr(o, "    const int64_t *X = C->ext + ");
+    evt_pr(o, "{\n    int64_t v[%d];\n    const int64_t *X = C->ext + ", EVT_MAX_RANK + EVT_MAX_FOR);
     id(o, t, ID_CALL, c->id);
-    evt_pr(o, " * 4;\n    if (");
+    evt_pr(o, " * 4;\n");
+}
+
+/* Decodes task lin into v[] and returns `ret` when it lies outside the
+ * bound shape X. */
+static void decode_guard(evt_printer *o, const evt_call *c, ids *t, const char *ret)
+{
+    decode(o, c, "qext", t);
+    evt_pr(o, "    if (");
     for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
     evt_pr(o, ") %s; /* guard: outside the bound shape */\n", ret);
 }
@@ -245,7 +250,8 @@ static void emit_decode_guard(evt_printer *o, const evt_call *c, ids *t, const c
  * into *SA and asks the operator for its plan; 0 = nothing to stream. */
 static void emit_plan_body(evt_printer *o, const evt_call *c, const evt_tile_decl *decl, ids *t)
 {
-    emit_decode_guard(o, c, t, "return 0");
+    open_body(o, c, t);
+    decode_guard(o, c, t, "return 0");
     evt_pr(o, "    {\n");
     emit_args(o, c, "*SA", t, "(int)blockIdx.x", "1");
     evt_pr(o, "        (void)W;\n        return %s_stream_cuda(A, P);\n    }\n}\n\n", decl->name);
@@ -264,16 +270,13 @@ static void flush_waits(evt_printer *o, const evt_call *c, ids *t)
  * workers with records), else decoded from lin and guarded. */
 static void emit_task_of(evt_printer *o, const evt_call *c, ids *t)
 {
-    evt_pr(o, "{\n    int64_t v[%d];\n    const int64_t *X = C->ext + ", EVT_MAX_RANK + EVT_MAX_FOR);
-    id(o, t, ID_CALL, c->id);
-    evt_pr(o, " * 4;\n    int64_t task;\n    if (R) { /* the entry's task record (bind time) */\n");
+    open_body(o, c, t);
+    evt_pr(o, "    int64_t task;\n    if (R) { /* the entry's task record (bind time) */\n");
     evt_pr(o, "        if (R->task < 0) return; /* outside the bound shape */\n");
     for (int k = 0; k < c->rank; k++) evt_pr(o, "        v[%d] = R->coord[%d];\n", k, k);
     evt_pr(o, "        task = R->task;\n    } else {\n");
-    decode(o, c, "qext", t);
-    evt_pr(o, "    if (");
-    for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
-    evt_pr(o, ") return; /* guard: outside the bound shape */\n    task = ");
+    decode_guard(o, c, t, "return");
+    evt_pr(o, "    task = ");
     linear_task(o, c, t);
     evt_pr(o, ";\n    }\n");
 }

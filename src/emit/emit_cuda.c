@@ -51,8 +51,9 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
     evt_pr(out, "extern \"C\" __device__ unsigned evt_tile_smem_bytes = EVT_TILE_SMEM; /* calls that do not stream */\n");
     /* the launch tables the persistent kernel copies into shared memory
        (evt_ctx.tables_in_smem): tensor references, grid extents, id rows */
-    evt_pr(out, "#define EVT_TABLE_TENSOR_BYTES %d\n#define EVT_TABLE_EXT_BYTES %d\n", 48 * p->g->ntensors, 32 * p->g->ncalls);
-    evt_pr(out, "static_assert(sizeof(evt_tensor_ref) == 48 && sizeof(evt_call_ids) %% 16 == 0, \"table layout\");\n");
+    evt_pr(out, "#define EVT_TABLE_TENSOR_BYTES (%d * sizeof(evt_tensor_ref))\n#define EVT_TABLE_EXT_BYTES (%d * 4 * sizeof(int64_t))\n",
+           p->g->ntensors, p->g->ncalls);
+    evt_pr(out, "static_assert(sizeof(evt_tensor_ref) %% 16 == 0 && sizeof(evt_call_ids) %% 16 == 0, \"tables copied in 16-byte pieces\");\n");
     evt_pr(out, "extern __shared__ __align__(1024) unsigned char evt_dyn_smem[];\n");
     evt_pr(out, "extern \"C\" __device__ unsigned evt_table_smem_bytes = "
                 "EVT_TABLE_TENSOR_BYTES + EVT_TABLE_EXT_BYTES + sizeof(evt_call_ids);\n");

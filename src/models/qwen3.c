@@ -315,17 +315,17 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld]%s {\n"
           "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, PF, i, i + 1, AW);
     }
+    const char *lm_elem = op.argmax_per_tile ? "nb" : "0", *amax_elem = op.argmax_per_tile ? "c" : "0"; /* LM[...] */
     if (SN) {
         P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
           (long long)L, eps, (long long)L, RW, RW);
         P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld]%s {\n    wait HF%s\n    notify LM[%s]\n}\n",
-          lm, (long long)NC, (long long)NC, PF, AW, op.argmax_per_tile ? "nb" : "0");
+          lm, (long long)NC, (long long)NC, PF, AW, lm_elem);
     } else {
         P("call lm = rms_linear(x%lld, %s, logits, final_norm, %lld, %lld) over (nb) in [%lld]%s {\n    wait e%lld_X%s\n    notify LM[%s]\n}\n",
-          (long long)L, lm, (long long)NC, eps, (long long)NC, PF, (long long)L, AW, op.argmax_per_tile ? "nb" : "0");
+          (long long)L, lm, (long long)NC, eps, (long long)NC, PF, (long long)L, AW, lm_elem);
     }
-    P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %s] {\n    wait LM[%s]\n    notify AP[b]\n}\n", NAx,
-      op.argmax_per_tile ? "c" : "0");
+    P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %s] {\n    wait LM[%s]\n    notify AP[b]\n}\n", NAx, amax_elem);
     P("call pick = argmax_final(pv, pi, next) over (b) in [B] {\n    wait AP[b]\n}\n");
     return o.buf;
 }

@@ -96,8 +96,8 @@ static evt_status bind_targets(const evt_plan *p, evt_bound *b, evt_diag *d)
     return EVT_OK;
 }
 
-/* Consumer lists, pending targets and seeds of the tasks of calls with
- * dyn[c] set (NULL: every call). Other tasks are never pushed: they are not
+/* Consumer lists, pending targets, seeds and task records of the tasks of
+ * calls with dyn[c] set (NULL: every call). Other tasks are never pushed: they are not
  * in any list and their pending target (-1) is never reached. */
 static evt_status bind_dynamic(const evt_plan *p, const uint8_t *dyn, evt_bound *b)
 {
@@ -139,7 +139,7 @@ static evt_status bind_dynamic(const evt_plan *p, const uint8_t *dyn, evt_bound 
     b->nseeds = 0;
     for (int64_t t = 0; t < s->ntasks; t++)
         if (b->pend_target[t] == 0) b->seeds[b->nseeds++] = (int32_t)t;
-    return EVT_OK;
+    return evt_bind_task_records(p, dyn, b); /* what a dynamic worker reads after a pop */
 }
 
 static evt_status bind_static(const evt_plan *p, const int64_t *sym, int nworkers, evt_queue_policy policy,
@@ -238,7 +238,6 @@ evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched,
     st = bind_targets(p, b, d);
     if (!st && sched == EVT_SCHED_DYNAMIC) st = bind_dynamic(p, NULL, b);
     if (!st && sched == EVT_SCHED_HYBRID) st = bind_hybrid(p, sym, nworkers, policy, exact_shape, b, d);
-    if (!st && (sched == EVT_SCHED_DYNAMIC || sched == EVT_SCHED_HYBRID)) st = evt_bind_task_records(p, b);
     if (!st && (sched == EVT_SCHED_KBK || sched == EVT_SCHED_GRAPH)) st = check_kbk_order(p->g, d);
     if (!st && (sched == EVT_SCHED_STATIC || sched == EVT_SCHED_UNFUSED)) {
         st = bind_static(p, sym, nworkers, policy, exact_shape, NULL, b, d);

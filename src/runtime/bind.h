@@ -38,10 +38,11 @@ evt_status evt_bind(const evt_plan *p, const int64_t *sym, evt_sched_kind sched,
 void evt_bound_free(evt_bound *b);
 /* Host bytes of b's arrays (the bind cache's measure). */
 size_t evt_bound_bytes(const evt_bound *b);
-/* The task records of b's static queues (bind_records.c; none when the
- * shape's numbers do not fit 32 bits). */
+/* The task records of b's static queues, and of every task by global id
+ * with lists for the calls with dyn[c] set (NULL: all) for dynamic workers
+ * (bind_records.c; none when the shape's numbers do not fit 32 bits). */
 evt_status evt_bind_records(const evt_plan *p, evt_bound *b);
-evt_status evt_bind_task_records(const evt_plan *p, evt_bound *b);
+evt_status evt_bind_task_records(const evt_plan *p, const uint8_t *dyn, evt_bound *b);
 /* Only the shape and the counter targets (the reference executor's needs). */
 evt_status evt_bind_targets(const evt_plan *p, const int64_t *sym, evt_bound *out, evt_diag *d);
 

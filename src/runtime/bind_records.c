@@ -71,20 +71,24 @@ static void rec_fill(const evt_bound *b, const evt_call *call, int has, uint32_t
     if (has && !rec_lists(b, call, coord, r)) r->nwait = -1;
 }
 
+/* Counter indices, task ids and coordinates are 32-bit in a record. */
+static int records_fit(const evt_shape *s) { return s->ncounters < INT32_MAX && s->ntasks < INT32_MAX; }
+
 /* Every task's record by global task id (the dynamic workers': a popped
- * task id indexes it). */
-evt_status evt_bind_task_records(const evt_plan *p, evt_bound *b)
+ * task id indexes it); lists only for the tasks of calls with dyn[c] set
+ * (NULL: every call), the others are never popped. */
+evt_status evt_bind_task_records(const evt_plan *p, const uint8_t *dyn, evt_bound *b)
 {
     const evt_graph *g = p->g;
     const evt_shape *s = &b->s;
     free(b->trec);
     b->trec = NULL;
-    if (s->ntasks == 0 || s->ncounters >= INT32_MAX || s->ntasks >= INT32_MAX) return EVT_OK;
+    if (s->ntasks == 0 || !records_fit(s)) return EVT_OK;
     evt_task_rec *rec = calloc(s->ntasks, sizeof *rec);
     if (!rec) return EVT_ERR_NOMEM;
     for (int c = 0; c < g->ncalls; c++) {
         const evt_call *call = g->calls[c];
-        int has = evt_call_has_records(p, call);
+        int has = (!dyn || dyn[c]) && evt_call_has_records(p, call);
         for (int64_t lin = 0; lin < s->task_base[c + 1] - s->task_base[c]; lin++) {
             int64_t coord[EVT_MAX_RANK] = {0};
             evt_shape_decode(&s->ext[c * 4], call->rank, lin, coord);
@@ -103,8 +107,7 @@ evt_status evt_bind_records(const evt_plan *p, evt_bound *b)
     int64_t n = q->q_off ? q->q_off[q->nworkers] : 0;
     free(b->rec);
     b->rec = NULL;
-    /* counter indices, task ids and coordinates are 32-bit in a record */
-    if (n == 0 || s->ncounters >= INT32_MAX || s->ntasks >= INT32_MAX) return EVT_OK;
+    if (n == 0 || !records_fit(s)) return EVT_OK;
     uint8_t *has = calloc(g->ncalls + 1, 1);
     evt_task_rec *rec = calloc(n, sizeof *rec);
     if (!has || !rec) { free(has); free(rec); return EVT_ERR_NOMEM; }

@@ -26,6 +26,14 @@ evt_module *h_build(const char *text)
     return m;
 }
 
+evt_module *h_build_file(const char *path)
+{
+    char *text = h_read_file(path);
+    evt_module *m = h_build(text);
+    free(text);
+    return m;
+}
+
 evt_status h_run_check(evt_module *m, int nsets, const char *const *sets, const evt_run_opts *o,
                        uint64_t seed, char **msg)
 {

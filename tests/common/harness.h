@@ -12,6 +12,8 @@
 /* Builds (CPU backend, with the unfused variant); fails the test with the
  * diagnostics on error. */
 evt_module *h_build(const char *text);
+/* The same from a file (examples/...). */
+evt_module *h_build_file(const char *path);
 /* Same, but returns NULL and the diagnostics in *msg (malloc'd). */
 evt_module *h_try_build(const char *text, const evt_compile_opts *o, char **msg);
 
