@@ -278,7 +278,14 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
 #define EVT_LLM_UN_SMALL 4 /* k chunks in flight per warp at B <= 8 (8, or two alternating batches
                              of 4: faster as their own kernel, but the megakernel's tile then spills) */
 #endif
-    constexpr int UN = (NB8 == 1 && RT == 1) ? EVT_LLM_UN_SMALL : (2 * RT * NW + NB8 <= 8 ? 2 : 1);
+    /* larger batches: as many k chunks in flight as about 96 registers of
+       loads allow (a chunk holds 2 * RT * NW weight and NB8 x fragments of
+       4 registers each) */
+#ifndef EVT_LLM_LOAD_REGS
+#define EVT_LLM_LOAD_REGS 64 /* 96: the megakernel's tiles spill (ptxas -v) */
+#endif
+    constexpr int LREGS = 4 * (2 * RT * NW + NB8), LB = EVT_LLM_LOAD_REGS;
+    constexpr int UN = (NB8 == 1 && RT == 1) ? EVT_LLM_UN_SMALL : (LB / LREGS >= 4 ? 4 : LB / LREGS >= 1 ? LB / LREGS : 1);
     int64_t c = c0;
     for (; c < c1; c += UN) {
         uint4 w[UN][NW][RT][2], xv[UN][NB8], wv[UN];
@@ -511,21 +518,32 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
                    (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
     if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
-    int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
     if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM>(a); return; }
-    /* larger batches: several row tiles per warp share each x fragment */
-    if (MODE == 2) { /* gate and up: two weights, RT <= 2 keeps registers in check */
-        if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
-        else evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
-    } else if (B <= 16) {
-        if (nr >= 64) evt_llm_gemv_mma<MODE, 2, 4, NORM>(a);
-        else if (nr >= 32) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
-        else evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
-    } else {
-        if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4, NORM>(a);
-        else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2, NORM>(a);
-        else evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
-    }
+    int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
+    /* Larger batches. "Wide" units hold every batch row (up to 64; beyond,
+     * two passes) and one 16-row tile, so each weight row is loaded once
+     * per task; narrower units (16 or 32 batch rows, up to 4 row tiles
+     * sharing each x fragment) load the weights B / 16 or B / 32 times but
+     * each x fragment once per 32-64 weight rows. Measured as their own
+     * kernels at qwen3 shapes on an H200 (bench/RESULTS.md, session 7):
+     * wide wins for gate + up with many rows (qwen3-8b's mlp_up, 93 rows,
+     * B = 64: 236 -> 114 us), for one weight with few rows (qwen3-0.6b's
+     * o / down, 8 rows: 12.5 -> 11.5, 15.5 -> 14.1 us) or very many (the LM
+     * head's 230: 699 -> 619 us at qwen3-8b) and at B <= 16; it loses 8-15%
+     * in between (qkv / o / down at 31-47 rows) and for gate + up with 23. */
+    if (MODE == 2) {
+        if (B <= 16 || nr < 64) {
+            if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
+            else evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
+        } else if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
+        else evt_llm_gemv_mma<MODE, 8, 1, NORM>(a);
+    } else if (B <= 16) evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
+    else if (nr <= 16 || nr >= 128) {
+        if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
+        else evt_llm_gemv_mma<MODE, 8, 1, NORM>(a);
+    } else if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4, NORM>(a);
+    else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2, NORM>(a);
+    else evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
 }
 
 /* Called by one thread (the worker's leader, before its waits). */
@@ -606,6 +624,58 @@ __device__ __forceinline__ void evt_llm_norm_rope(const evt_bf16 *in, const evt_
     }
 }
 
+/* evt_llm_group_norm_rope's fast path for hd = 32 * E and V = G (+ 1)
+ * vectors <= warps - hd / 64: warp v < V loads vector v (each lane E
+ * consecutive elements) while the last hd / 64 warps compute the angle
+ * table (double pow + sincos), then one block barrier; the sum of squares
+ * is a warp reduction and the rotation partner (element i +- hd / 2) sits
+ * 16 lanes away. The block-wide form paid a barrier and a dependent global
+ * round trip per vector (~5 us of a qwen3-8b attention task at batch 1,
+ * bench/RESULTS.md). Loads and the double math run on different warps:
+ * one thread holding both made the megakernel's tiles spill. */
+template <int E>
+__device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin, int G, const evt_bf16 *wq, const evt_bf16 *kin,
+                                                             const evt_bf16 *wk, int64_t p, int64_t eps_e12, int64_t theta,
+                                                             evt_bf16 *qout, evt_bf16 *kout)
+{
+    constexpr int hd = 32 * E, half = 16 * E;
+    int V = G + (kin ? 1 : 0), warp = threadIdx.x >> 5, nw = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
+    int tw0 = nw - (half + 31) / 32; /* first table warp */
+    float *tab = evt_llm_smem + 320; /* cos | sin, as the block-wide form */
+    float x[E], w[E];
+    const evt_bf16 *in = warp < G ? qin + warp * hd : kin, *wt = warp < G ? wq : wk;
+    if (warp < V) {
+#pragma unroll
+        for (int j = 0; j < E; j++) {
+            x[j] = evt_llm_ld(in, lane * E + j);
+            w[j] = __bfloat162float(__ldg(wt + lane * E + j));
+        }
+    } else if (warp >= tw0) {
+        int i = threadIdx.x - tw0 * 32;
+        if (i < half) {
+            double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;
+            sincos((double)p * inv, &sn, &cs);
+            tab[i] = (float)cs;
+            tab[half + i] = (float)sn;
+        }
+    }
+    evt_tile_sync();
+    if (warp >= V) return; /* warp-uniform */
+    float ss = 0;
+#pragma unroll
+    for (int j = 0; j < E; j++) ss += x[j] * x[j];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    float sc = 1.0f / sqrtf(ss / (float)hd + (float)eps_e12 * 1e-12f);
+    evt_bf16 *out = warp < G ? qout + warp * hd : kout;
+#pragma unroll
+    for (int j = 0; j < E; j++) {
+        int i = lane * E + j, i0 = i % half;
+        float mine = x[j] * sc * w[j], other = __shfl_xor_sync(0xffffffffu, mine, 16);
+        float c = tab[i0], sn = tab[half + i0];
+        out[i] = __float2bfloat16_rn(lane < 16 ? mine * c - other * sn : mine * c + other * sn);
+    }
+}
+
 /* The G consecutive q heads at qin (and, when kin is not NULL, k): RMSNorm +
  * RoPE as evt_llm_norm_rope, all in one pass: one block reduction for every
  * sum of squares (each in the same order as evt_llm_block_sum, so the same
@@ -618,6 +688,10 @@ __device__ __forceinline__ void evt_llm_group_norm_rope(const evt_bf16 *qin, int
 {
     int64_t V = G + (kin ? 1 : 0), half = hd / 2;
     int warp = threadIdx.x >> 5, nw = (evt_tile_threads() + 31) >> 5;
+    if (hd == 128 && (evt_tile_threads() & 31) == 0 && V <= nw - 2) {
+        evt_llm_group_norm_rope_warp<4>(qin, (int)G, wq, kin, wk, p, eps_e12, theta, qout, kout);
+        return;
+    }
     float *sums = evt_llm_smem, *scale = evt_llm_smem + 9 * 32, *tab = evt_llm_smem + 320; /* [9][32], [9], cos | sin */
     for (int64_t i = threadIdx.x; i < half; i += evt_tile_threads()) {
         double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;

@@ -8,12 +8,12 @@
 #define EVT_TILE_LLM_ATTN_CUH
 
 /* -------------------------------------------------------- attention ---- */
-/* One (b, h, split): q, the cache of kv head g, and the new position pnew
- * (-1: none) whose k and v come from knew / vnew instead of the cache. */
+/* One (b, h, split): q and the cache of kv head g (the new position's k
+ * and v already written to it). */
 struct evt_llm_attn_io {
-    const evt_bf16 *q, *kc, *vc, *knew, *vnew;
+    const evt_bf16 *q, *kc, *vc;
     const int32_t *bt;
-    int64_t MP, PS, nkv, hd, b, g, pnew;
+    int64_t MP, PS, nkv, hd, b, g;
 };
 
 /* q heads / k / v of the fused tile in shared memory, above the fast path's
@@ -27,7 +27,7 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 }
 
 #ifndef EVT_LLM_ATTN_U
-#define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step (loads in flight) */
+#define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step; the next step's loads are in flight too */
 #endif
 /* End of a grouped split: each warp's (m, l, o) per head (m is warp-uniform,
  * the lane groups hold disjoint positions) merged into dst in the natural-log
@@ -126,12 +126,11 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     const int pssh = __ffs((int)ps) - 1;
     const int32_t *btb = io.bt + io.b * io.MP;
     const int64_t rowstride = io.nkv * hd, goff = io.g * hd + part * 8;
-    const uint32_t pnew = io.pnew < 0 ? 0xffffffffu : (uint32_t)io.pnew, hi32 = (uint32_t)hi;
+    const uint32_t hi32 = (uint32_t)hi;
     constexpr int U = EVT_LLM_ATTN_U;
     const uint32_t step = (uint32_t)(nwarps * ppw * U);
-    for (uint32_t t0 = (uint32_t)lo + (uint32_t)(warp * ppw * U); t0 < hi32; t0 += step) {
-        uint4 kv[U], vv[U];
-        bool ok[U];
+    /* one step's K and V loads; positions past hi load nothing */
+    auto load_step = [&](uint32_t t0, uint4 (&kv)[U], uint4 (&vv)[U], bool (&ok)[U]) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             uint32_t t = t0 + (uint32_t)(u * ppw + sub);
@@ -139,17 +138,24 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
             kv[u] = make_uint4(0, 0, 0, 0);
             vv[u] = kv[u];
             if (ok[u]) {
-                if (t == pnew) {
-                    kv[u] = *(const uint4 *)(io.knew + part * 8);
-                    vv[u] = *(const uint4 *)(io.vnew + part * 8);
-                } else {
-                    uint32_t pg = ps_pow2 ? t >> pssh : t / ps, in = ps_pow2 ? t & psmask : t - pg * ps;
-                    int64_t off = ((int64_t)btb[pg] * ps + in) * rowstride + goff;
-                    kv[u] = evt_llm_ldx(io.kc + off);
-                    vv[u] = evt_llm_ldx(io.vc + off);
-                }
+                uint32_t pg = ps_pow2 ? t >> pssh : t / ps, in = ps_pow2 ? t & psmask : t - pg * ps;
+                int64_t off = ((int64_t)btb[pg] * ps + in) * rowstride + goff;
+                kv[u] = evt_llm_ldx(io.kc + off);
+                vv[u] = evt_llm_ldx(io.vc + off);
             }
         }
+    };
+    /* software-pipelined: the next step's loads are issued before this
+       step's scores, so a warp keeps a step of loads in flight while it
+       computes (each step was a full memory round trip, then compute) */
+    uint32_t t0 = (uint32_t)lo + (uint32_t)(warp * ppw * U);
+    uint4 kv[U], vv[U];
+    bool ok[U];
+    load_step(t0, kv, vv, ok);
+    for (; t0 < hi32; t0 += step) {
+        uint4 nkv[U], nvv[U];
+        bool nok[U];
+        load_step(t0 + step, nkv, nvv, nok);
         float d[G][U];
 #pragma unroll
         for (int i = 0; i < G; i++)
@@ -190,6 +196,12 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
                 for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
             }
         }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            kv[u] = nkv[u];
+            vv[u] = nvv[u];
+            ok[u] = nok[u];
+        }
     }
     evt_llm_attn_merge_warps<G>(m, l, o, lpp, dst, dstride);
 }
@@ -201,9 +213,8 @@ __device__ __forceinline__ void evt_llm_attn_slow(const evt_llm_attn_io &io, int
     float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, l = 0;
     for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) dst[2 + i] = 0;
     for (int64_t t = lo; t < hi; t++) {
-        bool nw = t == io.pnew;
-        const evt_bf16 *kp = nw ? io.knew : io.kc + evt_llm_cache_off(io.bt, io.MP, io.PS, io.nkv, hd, io.b, t, io.g);
-        const evt_bf16 *vp = nw ? io.vnew : io.vc + (kp - io.kc);
+        const evt_bf16 *kp = io.kc + evt_llm_cache_off(io.bt, io.MP, io.PS, io.nkv, hd, io.b, t, io.g);
+        const evt_bf16 *vp = io.vc + (kp - io.kc);
         float d = 0;
         for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) d += __bfloat162float(io.q[i]) * __bfloat162float(kp[i]);
         d = evt_llm_block_sum(d);
@@ -259,10 +270,9 @@ __device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
     io.q = q + (b * nh + h) * hd;
     io.kc = (const evt_bf16 *)a->t[1].ptr;
     io.vc = (const evt_bf16 *)a->t[2].ptr;
-    io.knew = io.vnew = NULL;
     io.bt = (const int32_t *)a->t[3].ptr;
     io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
-    io.b = b; io.g = h / (nh / io.nkv); io.pnew = -1;
+    io.b = b; io.g = h / (nh / io.nkv);
     bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
     evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned);
 }
@@ -288,21 +298,35 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
         return;
     }
     bool has_new = lo <= p && p < hi;
+    evt_llm_attn_io io;
+    io.q = sq; io.kc = kc; io.vc = vc;
+    io.bt = (const int32_t *)a->t[4].ptr;
+    io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
+    io.b = b; io.g = g;
+    /* the new v and the new position's cache slot are loaded before the
+       norm + RoPE, so their latency overlaps it */
+    const evt_bf16 *vin = qkv + b * N + (nh + nkv + g) * hd;
+    bool v1 = hd <= evt_tile_threads(); /* one element per thread */
+    evt_bf16 vmine = v1 && has_new && threadIdx.x < hd ? vin[threadIdx.x] : __float2bfloat16_rn(0.f);
+    int64_t off = has_new ? evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g) : 0;
     if (lo < hi) {
         evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, p,
                                 a->iarg[0], a->iarg[1], sq, sk);
-        if (has_new)
-            for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) sv[i] = qkv[b * N + (nh + nkv + g) * hd + i];
+        if (has_new) {
+            if (v1) {
+                if (threadIdx.x < hd) sv[threadIdx.x] = vmine;
+            } else {
+                for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) sv[i] = vin[i];
+            }
+        }
         evt_tile_sync();
     }
-    evt_llm_attn_io io;
-    io.q = sq; io.kc = kc; io.vc = vc; io.knew = sk; io.vnew = sv;
-    io.bt = (const int32_t *)a->t[4].ptr;
-    io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
-    io.b = b; io.g = g; io.pnew = has_new ? p : -1;
-    if (has_new) { /* the group's task writes the new k, v; no task of this launch reads position p from the cache */
-        int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g);
+    if (has_new) { /* the group's task writes the new k, v, then reads them back with the rest of its split (a
+                      block barrier makes the block's global writes visible to it); no other task of this launch
+                      reads position p from the cache. Reading the new position from shared memory instead
+                      was a branch per load in the scoring loop, and its registers made the tile spill. */
         for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
+        evt_tile_sync();
     }
     evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15));
 }

@@ -12,7 +12,8 @@
 # static and kernel-by-kernel workers' producer warps load the GEMV weights
 # into shared memory; dynamic workers read them directly) and 20 takes the
 # register path beside it; the default build and --prefetch (L2 prefetch
-# hook) run the register path; --no-records runs the static schedule with
+# hook) run the register path (batch 40: the GEMV units that hold every
+# batch row; 100: two passes of 64 rows); --no-records runs the static schedule with
 # its maps evaluated on the device (no task records, launch tables in
 # global memory). Prints "N passed, N failed".
 set -u
@@ -47,6 +48,7 @@ run_case mid-b4-stream tests/gpu/qwen3-mid.json 4 64 2 --stream
 run_case mid-b12-stream tests/gpu/qwen3-mid.json 12 64 2 --stream
 run_case mid-b20-stream tests/gpu/qwen3-mid.json 20 64 2 --stream
 run_case mid-b40 tests/gpu/qwen3-mid.json 40 33 2
+run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
 run_case mid-b4-prefetch tests/gpu/qwen3-mid.json 4 64 2 --prefetch
 run_case mid-b6-norecords tests/gpu/qwen3-mid.json 6 64 2 --no-records
 echo "$pass passed, $fail failed"
