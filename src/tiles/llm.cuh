@@ -5,8 +5,10 @@
  *   linear / linear_res / mlp_up: tensor-core GEMV/GEMM (mma.sync m16n8k16
  *       bf16 -> f32). A warp owns a unit of 16 * RT weight rows x 8 * NB8
  *       batch rows and a slice of K (B <= 8: RT = NB8 = 1 and 4 k steps of
- *       loads in flight; larger B: NB8 = 2 or 4 and up to RT = 4 row tiles
- *       sharing each x fragment); when a task has fewer units than warps,
+ *       loads in flight; larger B: either every batch row in one unit, so
+ *       each weight row is loaded once, or NB8 = 4 and up to RT = 4 row
+ *       tiles sharing each x fragment: evt_llm_gemv says which, from
+ *       measurements); when a task has fewer units than warps,
  *       K is split across warps and partials are summed (in a fixed order) in
  *       shared memory. K is permuted identically for both operands, so each
  *       lane reads 16 contiguous bytes of a weight row and of an x row per
@@ -34,13 +36,14 @@
  *       exactly as the C reference.
  *   attn_split (llm_attn.cuh): lanes split head_dim in 8-element (16-byte) chunks, a warp
  *       covers 32 / (hd / 8) x EVT_LLM_ATTN_U positions per step (all their
- *       loads in flight together), each lane group keeps an online softmax state; states merge through shuffles, then across
+ *       loads in flight together, the next step's issued before this one
+ *       is scored), each lane group keeps an online softmax state; states merge through shuffles, then across
  *       warps in shared memory. hd % 8 != 0 or hd > 256: a slow generic path.
  *   attn_rope_split: q_rope of the kv group's q heads into shared memory,
  *       and (the split holding the new position) the new k and v, which it
  *       writes to the cache; then the split attention for all the group's q
  *       heads at once (each cache line loaded once, scored G times), the new
- *       position read from shared memory.
+ *       position read back from the cache after a block barrier.
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
  * read with plain loads. Shared memory: one 32 KiB static buffer and the row
