@@ -462,9 +462,6 @@ static char *read_all(const char *path, size_t *n)
     return buf;
 }
 
-/* --check's GPU tolerance: 2e-2 for shallow models, growing as the square
- * root of the depth (the measured 0.0221 of qwen3-0.6b's 28 layers passes,
- * a wrong result, O(1), never does). */
 /* The argmax over the vocabulary: about target_tasks tasks in all at any
  * batch (max(1, target_tasks / B) chunks per row, after the whole LM head),
  * one per (row, LM-head tile) in the ablation; the attention merge: one task
@@ -526,6 +523,9 @@ static void reduction_tasks(void **state)
         }
 }
 
+/* --check's GPU tolerance: 2e-2 for shallow models, growing as the square
+ * root of the depth (the measured 0.0221 of qwen3-0.6b's 28 layers passes,
+ * a wrong result, O(1), never does). */
 static void check_tolerance(void **state)
 {
     (void)state;

@@ -404,13 +404,11 @@ static int cmd_decode(cli *c)
     o.nalso = c->nalso;
     o.build.page_size = c->page;
     o.build.seed = c->seed + 1;
-    if (c->emit_program) {
+    if (c->emit_program) { /* the very program evt_decode runs */
         evt_qwen3_config cfg;
-        if (!evt_qwen3_preset(c->model, &cfg) && evt_qwen3_load_config(c->model, &cfg, &d)) { report(&d); evt_diag_free(&d); return 2; }
-        evt_qwen3_opts bo = o.build;
-        bo.max_ctx = (c->ctx + c->steps + 1 + 1023) / 1024 * 1024; /* as evt_decode does */
-        if (c->copts.stream_weights) bo.prefetch = 1;
-        char *text = evt_qwen3_program(&cfg, &bo, &d);
+        char *text = NULL;
+        evt_status pst = evt_decode_program(&o, &cfg, &text, &d);
+        if (pst == EVT_ERR_IO || pst == EVT_ERR_SHAPE) { report(&d); evt_diag_free(&d); return 2; }
         FILE *f = text ? fopen(c->emit_program, "w") : NULL;
         int ok = f && fputs(text, f) >= 0;
         if (f) fclose(f);

@@ -101,6 +101,13 @@ typedef struct evt_decode_result {
 
 evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d);
 
+/* The program evt_decode builds and runs for o: the model's config (preset
+ * or config.json) in *cfg and the program text in *text (the caller frees
+ * it), with o->build completed as evt_decode completes it (batch and cache
+ * bounds from --batch / --ctx / --steps, the weight stream's prefetch
+ * calls). EVT_ERR_IO: a bad config; EVT_ERR_SHAPE: bad sizes. */
+evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d);
+
 /* The relative error (max |x - ref| / max |ref| per tensor) that `--check`
  * accepts on the GPU for a model of `layers` layers: 2e-2 up to 4 layers,
  * growing with the square root of the depth beyond (bf16 rounding at other

@@ -152,15 +152,11 @@ double evt_decode_check_rtol(int64_t layers)
     return layers <= 4 ? 2e-2 : 2e-2 * sqrt((double)layers / 4.0);
 }
 
-evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
+evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
 {
-    /* the weights never change between steps: upload them once */
-    evt_decode_opts local = *o;
-    local.run.keep_weights = 1;
-    o = &local;
-    memset(r, 0, sizeof *r);
     evt_qwen3_config c;
     evt_status st = EVT_OK;
+    *text = NULL;
     if (!evt_qwen3_preset(o->model, &c) && (st = evt_qwen3_load_config(o->model, &c, d))) return st;
     if (o->batch < 1 || o->ctx < 1 || o->steps < 1)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
@@ -176,8 +172,23 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: ctx + steps must stay below the cache capacity %lld",
                               (long long)bo.max_ctx);
     if (o->compile.stream_weights) bo.prefetch = 1; /* the weight stream takes the prefetch calls */
-    char *text = evt_qwen3_program(&c, &bo, d);
-    if (!text) return EVT_ERR_VERIFY;
+    *text = evt_qwen3_program(&c, &bo, d);
+    if (!*text) return EVT_ERR_VERIFY;
+    *cfg = c;
+    return EVT_OK;
+}
+
+evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
+{
+    /* the weights never change between steps: upload them once */
+    evt_decode_opts local = *o;
+    local.run.keep_weights = 1;
+    o = &local;
+    memset(r, 0, sizeof *r);
+    evt_qwen3_config c;
+    char *text = NULL;
+    evt_status st = evt_decode_program(o, &c, &text, d);
+    if (st) return st;
     evt_graph *g = evt_parse(text, strlen(text), d);
     free(text);
     if (!g) return EVT_ERR_VERIFY;

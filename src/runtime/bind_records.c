@@ -30,9 +30,9 @@ static void rec_add(void *user, int64_t elem)
     l->n++;
 }
 
-/* The lists of one task, waits then notifies in r->elem; 0 when they do not
- * fit together or a wait map fails. */
-static int rec_lists(const evt_bound *b, const evt_call *call, const int64_t *coord, evt_task_rec *r)
+/* The lists of one task, waits then notifies in r->elem, and their counts;
+ * r->nwait stays -1 when they do not fit together or a wait map fails. */
+static void rec_lists(const evt_bound *b, const evt_call *call, const int64_t *coord, evt_task_rec *r)
 {
     const evt_shape *s = &b->s;
     evt_eval_env env = {0};
@@ -40,13 +40,12 @@ static int rec_lists(const evt_bound *b, const evt_call *call, const int64_t *co
     rec_list w = {b->target, r->elem, 0, EVT_REC_ELEMS}, n = {NULL, notify, 0, EVT_REC_ELEMS};
     for (int k = 0; k < call->nedges; k++) {
         const evt_edge *e = &call->edges[k];
-        if (evt_edge_elems(s, call, e, coord, &env, rec_add, e->kind == EVT_WAIT ? &w : &n, NULL)) return 0;
+        if (evt_edge_elems(s, call, e, coord, &env, rec_add, e->kind == EVT_WAIT ? &w : &n, NULL)) return;
     }
-    if (w.n + n.n > EVT_REC_ELEMS) return 0;
+    if (w.n + n.n > EVT_REC_ELEMS) return;
     for (int i = 0; i < n.n; i++) r->elem[w.n + i] = notify[i];
     r->nwait = (int16_t)w.n;
     r->nnotify = (int16_t)n.n;
-    return 1;
 }
 
 /* Fills the record of the task at `coord` (in the grid the entry was decoded
@@ -68,7 +67,7 @@ static void rec_fill(const evt_bound *b, const evt_call *call, int has, uint32_t
     }
     if (!inside) return; /* a bucket schedule's task that this shape does not have */
     r->task = (int32_t)(s->task_base[c] + lin);
-    if (has && !rec_lists(b, call, coord, r)) r->nwait = -1;
+    if (has) rec_lists(b, call, coord, r);
 }
 
 /* Counter indices, task ids and coordinates are 32-bit in a record. */

@@ -1,0 +1,372 @@
+/* llm_gemv.cuh — the decode GEMV/GEMM tiles' core (CUDA; the C versions are
+ * in llm.c): row tiles, the mma.sync unit, the fused-norm row scales, the
+ * small- and large-batch unit shapes and the scalar fallback, behind
+ * evt_llm_gemv<MODE, NORM> (linear, linear_res, mlp_up and their rms_
+ * forms). Included by llm.cuh, whose helpers (loads, the shared scratch)
+ * it uses and which defines the tile entry points; see the header of
+ * llm.cuh for the method. */
+#ifndef EVT_TILE_LLM_GEMV_CUH
+#define EVT_TILE_LLM_GEMV_CUH
+
+/* ------------------------------------------------- linear family ------- */
+/* Rows [*n0, *n1) of tile nb of T over N rows (as llm.c). */
+__device__ __forceinline__ void evt_llm_tile_rows(int64_t nb, int64_t T, int64_t N, int64_t *n0, int64_t *n1)
+{
+    if (T < 1) T = 1;
+    if ((nb + 1) * N <= 0x7fffffff && T <= 0x7fffffff) { /* 32-bit divisions: no helper call */
+        *n0 = (int)(nb * N) / (int)T;
+        *n1 = (int)((nb + 1) * N) / (int)T;
+    } else {
+        *n0 = nb * N / T;
+        *n1 = (nb + 1) * N / T;
+    }
+    if (*n1 > N) *n1 = N;
+}
+
+__device__ __forceinline__ void evt_llm_mma(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* Epilogue: MODE 0 y = acc, 1 y = r + acc, 2 y = silu(g) * u. */
+template <int MODE>
+__device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, int64_t n, float g, float u)
+{
+    if (MODE == 0) {
+        evt_bf16 *y = (evt_bf16 *)a->t[2].ptr;
+        int64_t N = a->t[1].dim[0];
+        evt_llm_st(y, b * N + n, g);
+    } else if (MODE == 1) {
+        const evt_bf16 *r = (const evt_bf16 *)a->t[2].ptr;
+        evt_bf16 *y = (evt_bf16 *)a->t[3].ptr;
+        int64_t N = a->t[1].dim[0];
+        evt_llm_st(y, b * N + n, evt_llm_ld(r, b * N + n) + g);
+    } else {
+        evt_bf16 *y = (evt_bf16 *)a->t[3].ptr;
+        int64_t N = a->t[1].dim[0];
+        evt_llm_st(y, b * N + n, g / (1.0f + expf(-g)) * u);
+    }
+}
+
+/* One unit: rows n0 .. n0 + 16*RT (clipped at n1) x batches b0 .. b0 + 8*NB8
+ * (clipped at B), k chunks [c0, c1) of 32. NW = 1 (linear) or 2 (gate and
+ * up). acc[w][rt][j][4]: C fragment of weight w, row tile rt, batch tile j.
+ * RT > 1 reuses each x fragment for RT row tiles (large batches: x, not W,
+ * dominates the loads otherwise). */
+/* bf16(x * wn) of 8 packed bf16 pairs (the fused-norm input, rounded as
+   the C reference rounds it) */
+__device__ __forceinline__ uint4 evt_llm_mul8(uint4 x, uint4 w)
+{
+    uint4 r;
+    const uint32_t *u = &x.x, *v = &w.x;
+    uint32_t *o = &r.x;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        __nv_bfloat162 p = __floats2bfloat162_rn(evt_llm_lo(u[j]) * evt_llm_lo(v[j]), evt_llm_hi(u[j]) * evt_llm_hi(v[j]));
+        o[j] = *(uint32_t *)&p;
+    }
+    return r;
+}
+
+template <int NB8, int NW, int RT, bool NORM>
+__device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, const evt_bf16 *wn,
+                                             int64_t K, int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0,
+                                             int64_t c1, float acc[NW][RT][NB8][4])
+{
+    int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    bool rok[RT][2];
+    const evt_bf16 *wp[NW][RT][2];
+#pragma unroll
+    for (int r = 0; r < RT; r++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int64_t n = n0 + r * 16 + g + h * 8;
+            rok[r][h] = n < n1;
+            wp[0][r][h] = W0 + n * K + 8 * t;
+            if (NW > 1) wp[NW - 1][r][h] = W1 + n * K + 8 * t;
+        }
+    const evt_bf16 *xp[NB8];
+    bool xok[NB8];
+#pragma unroll
+    for (int j = 0; j < NB8; j++) {
+        xok[j] = b0 + 8 * j + g < B;
+        xp[j] = x + (b0 + 8 * j + g) * K + 8 * t;
+    }
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    /* UN k chunks per iteration, all loads first: a persistent block has 8
+     * warps, so bytes in flight come from unrolling */
+#ifndef EVT_LLM_UN_SMALL
+#define EVT_LLM_UN_SMALL 4 /* k chunks in flight per warp at B <= 8 (8, or two alternating batches
+                             of 4: faster as their own kernel, but the megakernel's tile then spills) */
+#endif
+    /* larger batches: as many k chunks in flight (1 to 4) as
+       EVT_LLM_LOAD_REGS registers of loads allow (a chunk holds 2 * RT * NW
+       weight and NB8 x fragments of 4 registers each) */
+#ifndef EVT_LLM_LOAD_REGS
+#define EVT_LLM_LOAD_REGS 64 /* 96: the megakernel's tiles spill (ptxas -v) */
+#endif
+    constexpr int FIT = EVT_LLM_LOAD_REGS / (4 * (2 * RT * NW + NB8));
+    constexpr int UN = (NB8 == 1 && RT == 1) ? EVT_LLM_UN_SMALL : FIT > 4 ? 4 : FIT < 1 ? 1 : FIT;
+    int64_t c = c0;
+    for (; c < c1; c += UN) {
+        uint4 w[UN][NW][RT][2], xv[UN][NB8], wv[UN];
+#pragma unroll
+        for (int u = 0; u < UN; u++) {
+            int64_t k = (c + u) * 32;
+            bool kok = c + u < c1;
+#pragma unroll
+            for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int r = 0; r < RT; r++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) w[u][q][r][h] = kok && rok[r][h] ? evt_llm_ldw(wp[q][r][h] + k) : z;
+#pragma unroll
+            for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
+            if (NORM) wv[u] = kok ? __ldg((const uint4 *)(wn + 8 * t + k)) : z;
+        }
+        if (NORM) {
+#pragma unroll
+            for (int u = 0; u < UN; u++)
+#pragma unroll
+                for (int j = 0; j < NB8; j++) xv[u][j] = evt_llm_mul8(xv[u][j], wv[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < UN; u++)
+#pragma unroll
+            for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int r = 0; r < RT; r++)
+#pragma unroll
+                    for (int j = 0; j < NB8; j++) {
+                        const uint4 *w0 = &w[u][q][r][0], *w1 = &w[u][q][r][1];
+                        evt_llm_mma(acc[q][r][j], w0->x, w1->x, w0->y, w1->y, xv[u][j].x, xv[u][j].y);
+                        evt_llm_mma(acc[q][r][j], w0->z, w1->z, w0->w, w1->w, xv[u][j].z, xv[u][j].w);
+                    }
+    }
+}
+
+/* Row scales of the fused-norm tiles: evt_llm_rms[b] = rsqrt(mean(x[b]^2)
+ * + eps) for b < B <= 128, a warp per row (all threads call it; a barrier
+ * must follow before the scales are read). */
+static __shared__ float evt_llm_rms[128];
+__device__ __forceinline__ void evt_llm_rms_scales(const evt_bf16 *x, int64_t B, int64_t K, float eps)
+{
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
+    if (B <= 2 && K / 8 <= 8 * (int64_t)evt_tile_threads() && nwarps <= 32) {
+        /* few rows: the whole block on each row (one load round trip per
+           row instead of K / 256), warps' partials summed in order */
+        static __shared__ float part[2][32];
+        for (int64_t b = 0; b < B; b++) {
+            const uint4 *xr = (const uint4 *)(x + b * K);
+            uint4 v[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                int64_t c = threadIdx.x + (int64_t)i * evt_tile_threads();
+                v[i] = c < K / 8 ? evt_llm_ldx((const evt_bf16 *)(xr + c)) : make_uint4(0, 0, 0, 0);
+            }
+            float ss = 0;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const uint32_t *u = &v[i].x;
+#pragma unroll
+                for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
+            }
+            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            if (lane == 0) part[b][warp] = ss;
+        }
+        evt_tile_sync();
+        if (threadIdx.x < B) {
+            float ss = 0;
+            for (int w = 0; w < nwarps; w++) ss += part[threadIdx.x][w];
+            evt_llm_rms[threadIdx.x] = 1.0f / sqrtf(ss / (float)K + eps);
+        }
+        return;
+    }
+    for (int64_t b = warp; b < B; b += nwarps) {
+        const evt_bf16 *xr = x + b * K;
+        float ss = 0;
+        int64_t k8 = lane;
+        for (; k8 + 96 < K / 8; k8 += 128) { /* four loads in flight */
+            uint4 v[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) v[i] = evt_llm_ldx(xr + 8 * (k8 + 32 * i));
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const uint32_t *u = &v[i].x;
+#pragma unroll
+                for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
+            }
+        }
+        for (; k8 < K / 8; k8 += 32) {
+            uint4 v = evt_llm_ldx(xr + 8 * k8);
+            const uint32_t *u = &v.x;
+#pragma unroll
+            for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
+        }
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0) evt_llm_rms[b] = 1.0f / sqrtf(ss / (float)K + eps);
+    }
+}
+
+/* The fused-norm tiles' input-norm weight and eps (NORM), else NULL. */
+template <int MODE, bool NORM>
+__device__ __forceinline__ const evt_bf16 *evt_llm_norm_w(const evt_task_args *a)
+{
+    return NORM ? (const evt_bf16 *)a->t[MODE == 2 ? 4 : 3].ptr : (const evt_bf16 *)0;
+}
+template <bool NORM>
+__device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { return NORM ? (float)a->iarg[1] * 1e-12f : 0.f; }
+
+template <int MODE, int NB8, int RT, bool NORM>
+__device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
+{
+    constexpr int NW = MODE == 2 ? 2 : 1;
+    const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
+    constexpr int BB = 8 * NB8, RB = 16 * RT;
+    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
+    const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    if (n0 >= n1) return;
+    /* unit and split indices in 32 bits: 64-bit divisions are helper calls */
+    const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (int)((B + BB - 1) / BB), U = nrt * nbg, nch = (int)(K / 32);
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int ksplit = U >= nwarps ? 1 : nwarps / U;
+    if (ksplit > nch) ksplit = nch;
+    if (ksplit * U * RB * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW);
+    if (ksplit < 1) ksplit = 1;
+    if (ksplit == 1) {
+        if (NORM) {
+            evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
+            evt_tile_sync();
+        }
+        for (int u = warp; u < U; u += nwarps) {
+            int rt = u / nbg, bg = u % nbg;
+            float acc[NW][RT][NB8][4] = {};
+            int64_t r0 = n0 + rt * RB, b0 = bg * BB;
+            evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, r0, n1, b0, B, 0, nch, acc);
+#pragma unroll
+            for (int r = 0; r < RT; r++)
+#pragma unroll
+                for (int j = 0; j < NB8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int64_t n = r0 + r * 16 + g + (e >> 1) * 8, b = b0 + 8 * j + 2 * t + (e & 1);
+                        if (n < n1 && b < B) {
+                            float sc = NORM ? evt_llm_rms[b] : 1.f;
+                            evt_llm_out<MODE>(a, b, n, acc[0][r][j][e] * sc, acc[NW - 1][r][j][e] * sc);
+                        }
+                    }
+        }
+        return;
+    }
+    /* fewer units than warps: split K, partials in shared memory */
+    float *part = evt_llm_smem; /* [ks][u][w][RB][BB] */
+    if (warp < U * ksplit) {
+        int u = warp % U, ks = warp / U;
+        int rt = u / nbg, bg = u % nbg;
+        int c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
+        float acc[NW][RT][NB8][4] = {};
+        evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
+#pragma unroll
+        for (int q = 0; q < NW; q++)
+#pragma unroll
+            for (int r = 0; r < RT; r++)
+#pragma unroll
+                for (int j = 0; j < NB8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int rr = r * 16 + g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
+                        part[(((ks * U + u) * NW + q) * RB + rr) * BB + bb] = acc[q][r][j][e];
+                    }
+    }
+    /* the row scales here, not first: their loads overlap the slower warps */
+    if (NORM) evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
+    evt_tile_sync();
+    for (int i = threadIdx.x; i < U * RB * BB; i += evt_tile_threads()) {
+        int u = i / (RB * BB), r = (i / BB) % RB, bb = i % BB;
+        int64_t n = n0 + (u / nbg) * RB + r, b = (u % nbg) * BB + bb;
+        if (n >= n1 || b >= B) continue;
+        float s0 = 0, s1 = 0;
+        for (int ks = 0; ks < ksplit; ks++) {
+            s0 += part[(((ks * U + u) * NW + 0) * RB + r) * BB + bb];
+            s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * BB + bb];
+        }
+        float sc = NORM ? evt_llm_rms[b] : 1.f;
+        evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
+    }
+}
+
+/* Generic path: one warp per (row, batch), scalar loads. */
+template <int MODE, bool NORM>
+__device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
+{
+    const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
+    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
+    const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
+    for (int64_t e = warp; e < (n1 - n0) * B; e += nwarps) {
+        int64_t n = n0 + e / B, b = e % B;
+        float s0 = 0, s1 = 0, ss = 0;
+        for (int64_t k = lane; k < K; k += 32) {
+            float xv = evt_llm_ld(x, b * K + k);
+            if (NORM) { /* the row's sum of squares on the way */
+                ss += xv * xv;
+                xv = __bfloat162float(__float2bfloat16_rn(xv * __bfloat162float(__ldg(wn + k))));
+            }
+            s0 += xv * __bfloat162float(__ldg(W0 + n * K + k));
+            if (MODE == 2) s1 += xv * __bfloat162float(__ldg(W1 + n * K + k));
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+            s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+            ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        }
+        float sc = NORM ? 1.0f / sqrtf(ss / (float)K + evt_llm_norm_eps<NORM>(a)) : 1.f;
+        if (lane == 0) evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
+    }
+}
+
+/* the weight stream's plan and its GEMV */
+#include "llm_stream.cuh"
+
+template <int MODE, bool NORM>
+__device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
+{
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
+    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
+                   (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
+    if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
+    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM>(a); return; }
+    int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
+    /* Larger batches. "Wide" units hold every batch row (up to 64; beyond,
+     * two passes) and one 16-row tile, so each weight row is loaded once
+     * per task; narrower units (16 or 32 batch rows, up to 4 row tiles
+     * sharing each x fragment) load the weights B / 16 or B / 32 times but
+     * each x fragment once per 32-64 weight rows. Measured as their own
+     * kernels at qwen3 shapes on an H200 (bench/RESULTS.md, session 7):
+     * wide wins for gate + up with many rows (qwen3-8b's mlp_up, 93 rows,
+     * B = 64: 236 -> 114 us), for one weight with few rows (qwen3-0.6b's
+     * o / down, 8 rows: 12.5 -> 11.5, 15.5 -> 14.1 us) or very many (the LM
+     * head's 230: 699 -> 619 us at qwen3-8b) and at B <= 16; it loses 8-15%
+     * in between (qkv / o / down at 31-47 rows) and for gate + up with 23. */
+    if (MODE == 2) {
+        if (B <= 16 || nr < 64) {
+            if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
+            else evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
+        } else if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
+        else evt_llm_gemv_mma<MODE, 8, 1, NORM>(a);
+    } else if (B <= 16) evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
+    else if (nr <= 16 || nr >= 128) {
+        if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
+        else evt_llm_gemv_mma<MODE, 8, 1, NORM>(a);
+    } else if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4, NORM>(a);
+    else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2, NORM>(a);
+    else evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
+}
+
+#endif
