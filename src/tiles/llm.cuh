@@ -8,9 +8,7 @@
  *       loads in flight; larger B: either every batch row in one unit, so
  *       each weight row is loaded once, or NB8 = 4 and up to RT = 4 row
  *       tiles sharing each x fragment: evt_llm_gemv says which, from
- *       measurements; B > 16 with K % 64 == 0: the staged GEMV of
- *       llm_gemv_staged.cuh instead, weights and x through a cp.async ring
- *       in dynamic shared memory); when a task has fewer units than warps,
+ *       measurements); when a task has fewer units than warps,
  *       K is split across warps and partials are summed (in a fixed order) in
  *       shared memory. K is permuted identically for both operands, so each
  *       lane reads 16 contiguous bytes of a weight row and of an x row per
@@ -49,8 +47,7 @@
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
  * read with plain loads. Shared memory: one 32 KiB static buffer and the row
- * scales; EVT_LLM_GEMV_SMEM (96 KiB) of dynamic shared memory for the staged
- * GEMV's ring (with the weight stream, whose ring is the runtime's, none). Tiles count and synchronise
+ * scales (the stream's ring is the runtime's). Tiles count and synchronise
  * the compute threads with evt_tile_threads() / evt_tile_sync() (evt_tile.h). */
 #ifndef EVT_TILE_LLM_CUH
 #define EVT_TILE_LLM_CUH
@@ -63,14 +60,6 @@
 #define EVT_LLM_PREFETCH_CAP (128 * 1024) /* bytes of L2 prefetch per weight matrix per task */
 #endif
 #define EVT_LLM_SMEM_FLOATS 8192
-#ifndef EVT_LLM_GEMV_SMEM
-#define EVT_LLM_GEMV_SMEM (96 * 1024) /* the staged GEMV's ring (llm_gemv_staged.cuh) */
-#endif
-/* every worker block gets it as dynamic shared memory, except with the
-   weight stream, whose ring takes that place (the staged GEMV is off then) */
-#if !EVT_STREAM && !defined(EVT_TILES_DYN_SMEM)
-#define EVT_TILES_DYN_SMEM EVT_LLM_GEMV_SMEM
-#endif
 
 static __shared__ __align__(16) float evt_llm_smem[EVT_LLM_SMEM_FLOATS];
 

@@ -2,8 +2,7 @@
  * in llm.c): row tiles, the mma.sync unit, the fused-norm row scales, the
  * small- and large-batch unit shapes and the scalar fallback, behind
  * evt_llm_gemv<MODE, NORM> (linear, linear_res, mlp_up and their rms_
- * forms); above batch 16 evt_llm_gemv hands the task to the staged GEMV
- * (llm_gemv_staged.cuh) where it can. Included by llm.cuh, whose helpers (loads, the shared scratch)
+ * forms). Included by llm.cuh, whose helpers (loads, the shared scratch)
  * it uses and which defines the tile entry points; see the header of
  * llm.cuh for the method. */
 #ifndef EVT_TILE_LLM_GEMV_CUH
@@ -334,8 +333,6 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
 
 /* the weight stream's plan and its GEMV */
 #include "llm_stream.cuh"
-/* batches above 16: weights and x through a shared-memory ring */
-#include "llm_gemv_staged.cuh"
 
 template <int MODE, bool NORM>
 __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
@@ -345,15 +342,7 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
                    (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
     if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
     if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM>(a); return; }
-    int64_t N = a->t[1].dim[0];
-    if (evt_llm_staged_ok<MODE, NORM>(B, K)) {
-        int64_t n0, n1;
-        evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
-        if (n0 < n1) evt_llm_gemv_staged<MODE>(a, n0, n1);
-        return;
-    }
-    /* without the ring (the weight stream's build, the fused norm, K % 64) */
-    int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
+    int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
     /* Larger batches. "Wide" units hold every batch row (up to 64; beyond,
      * two passes) and one 16-row tile, so each weight row is loaded once
      * per task; narrower units (16 or 32 batch rows, up to 4 row tiles
