@@ -377,7 +377,7 @@ static void config_and_program(void **state)
     unlink("/tmp/evt-bad-config.json");
     /* the generated program is an ordinary one: it parses and round-trips */
     evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d);
-    evt_qwen3_opts o = {.max_batch = 16, .max_ctx = 64};
+    evt_qwen3_opts o = {.max_batch = 16, .max_ctx = 64, .qkv_per_head = 1}; /* the fine-grained QKV form; the default below */
     char *text = evt_qwen3_program(&c, &o, &d);
     evt_graph *g = evt_parse(text, strlen(text), &d);
     assert_non_null(g);
@@ -397,7 +397,7 @@ static void config_and_program(void **state)
     assert_non_null(strstr(text, "attn_rope_split(l0_qkv"));
     assert_null(strstr(text, "for r in [B]"));
     /* attention per kv head (its 2 q heads together), the ready queue under hybrid */
-    assert_non_null(strstr(text, "over (b, g, s) in [B, 2, min(8, max(1, 132 / (B * 2)))] policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
+    assert_non_null(strstr(text, "over (b, g, s) in [B, 2, min(8, max(1, 131 / (B * 2)))] policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
                                  "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_P[b, g * max(1, 2 * min(1, 16 / B)) / 2]\n}"));
     /* one merge task per (request, kv group) */
     assert_non_null(strstr(text, "attn_merge_group(l0_part, l0_o, 4 / max(1, 2 * min(1, 16 / B))) over (b, g) in [B, max(1, 2 * min(1, 16 / B))] {\n    wait e0_P[b, g]\n"));
@@ -439,7 +439,7 @@ static void config_and_program(void **state)
     assert_int_equal(npf, 4 * (int)c.num_hidden_layers + 1);
     free(text);
     o.prefetch = 0;
-    o.qkv_one_counter = 1;
+    o.qkv_per_head = 0; /* the default: one QKV counter */
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));
     assert_non_null(strstr(text, "    wait e1_H[0]\n    notify e1_QKV[0]\n}"));
@@ -495,7 +495,7 @@ static void reduction_tasks(void **state)
             evt_bound b;
             assert_int_equal(evt_bind_targets(p, sym, &b, &d), EVT_OK);
             int64_t n = b.s.task_base[amax + 1] - b.s.task_base[amax];
-            int64_t want = per_tile ? B * 660 : B * (132 / B > 1 ? 132 / B : 1);
+            int64_t want = per_tile ? B * 655 /* LM-head tiles: 5 x 131, <= 256 rows each */ : B * (131 / B > 1 ? 131 / B : 1);
             if (n != want) fail_msg("per_tile %d, B=%lld: %lld argmax tasks, want %lld", per_tile, (long long)B, (long long)n, (long long)want);
             n = b.s.task_base[merge + 1] - b.s.task_base[merge];
             want = per_tile || B <= 16 ? B * 8 : B;
@@ -548,7 +548,7 @@ static void tiny_decode(void **state)
         o.run.workers = 3 + k;
         o.run.early_push = k == 1;
         o.build.row_events = k == 2;
-        o.build.qkv_one_counter = k == 3;
+        o.build.qkv_per_head = k == 3;
         o.build.split_rope = k == 4;
         o.build.fuse_norm = k == 1 || k == 4;
         o.build.target_tasks = k == 0 ? 5 : k == 5 ? 7 : 0; /* ragged QKV tiles that straddle heads */

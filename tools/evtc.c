@@ -39,7 +39,7 @@ typedef struct cli {
     int emit_only;
     long long batch, ctx, steps, splits, page, tiles;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
-    int nalso, row_events, split_rope, fuse_norm, qkv_one, prefetch, argmax_per_tile, merge_per_group;
+    int nalso, row_events, split_rope, fuse_norm, qkv_per_head, prefetch, argmax_per_tile, merge_per_group;
 } cli;
 
 static int usage(const char *msg)
@@ -62,7 +62,7 @@ static int usage(const char *msg)
             "                [--row-events]       (ablation: per-row events between row and tile calls)\n"
             "                [--split-rope]       (ablation: q/k norm + RoPE as calls of their own before attention)\n"
             "                [--fuse-norm]        (the RMSNorms inside the GEMV tiles, not calls of their own)\n"
-            "                [--qkv-one-counter]  (attention waits for the whole QKV projection, not its heads)\n"
+            "                [--qkv-per-head]     (attention waits for the QKV heads it reads, not the whole projection)\n"
             "                [--argmax-per-tile]  (ablation: one argmax task per row and LM-head tile)\n"
             "                [--merge-per-group]  (ablation: one attention merge per row and kv group at every batch)\n"
             "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
@@ -144,7 +144,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--prefetch")) c->prefetch = 1;
         else if (!strcmp(a, "--argmax-per-tile")) c->argmax_per_tile = 1;
         else if (!strcmp(a, "--merge-per-group")) c->merge_per_group = 1;
-        else if (!strcmp(a, "--qkv-one-counter")) c->qkv_one = 1;
+        else if (!strcmp(a, "--qkv-per-head")) c->qkv_per_head = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
@@ -399,7 +399,7 @@ static int cmd_decode(cli *c)
     o.build.argmax_per_tile = c->argmax_per_tile;
     o.build.merge_per_group = c->merge_per_group;
     o.compile = c->copts;
-    o.build.qkv_one_counter = c->qkv_one;
+    o.build.qkv_per_head = c->qkv_per_head;
     memcpy(o.also, c->also, sizeof o.also);
     o.nalso = c->nalso;
     o.build.page_size = c->page;

@@ -41,18 +41,22 @@ typedef struct evt_qwen3_opts {
     int64_t max_ctx;       /* cache capacity per request, tokens (default 1024) */
     int64_t page_size;     /* tokens per KV page (default 16) */
     int64_t attn_splits;   /* split-KV partitions per (request, kv head); 0 (default): max(1, target_tasks / (B * kv heads)) */
-    int64_t target_tasks;  /* linear calls have this many tiles (default 132: one per H100/H200 SM) */
+    int64_t target_tasks;  /* linear calls have this many tiles (default 131: one fewer than the 132
+                              workers of an H100/H200, so the worker without a tile in a GEMV stage
+                              takes the RMSNorm after it; measured 2-10% faster per token together
+                              with the one QKV counter, bench/RESULTS.md session 8) */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
-    int qkv_one_counter;   /* QKV as one counter (every attention task waits for the whole projection)
-                              instead of one per head */
+    int qkv_per_head;      /* QKV as one counter per head (each attention task waits for the heads it
+                              reads) instead of one counter for the whole projection (the default: all
+                              QKV tiles run in one wave, and one counter measured faster) */
     int split_rope;        /* ablation: q_rope and k_rope_append as their own calls before attn_split
                               (default: attn_rope_split does all three in one task) */
     int fuse_norm;         /* the input, post-attention and final RMSNorms inside every GEMV tile
                               (rms_linear / rms_mlp_up) instead of rmsnorm calls of their own: fewer
                               tasks and handoffs, measured 0-5% slower on an H200, so not the default */
     int argmax_per_tile;   /* ablation: one argmax task per (row, LM-head tile), each waiting on its tile
-                              (B x 660 tasks for Qwen3's vocabulary), instead of about target_tasks
+                              (B x 655 tasks for Qwen3's vocabulary), instead of about target_tasks
                               argmax tasks in all (max(1, target_tasks / B) chunks per row) after the
                               whole LM head */
     int merge_per_group;   /* ablation: one attention merge task per (row, kv group) at every batch, not
