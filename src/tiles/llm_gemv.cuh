@@ -353,7 +353,11 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
      * B = 64: 236 -> 114 us), for one weight with few rows (qwen3-0.6b's
      * o / down, 8 rows: 12.5 -> 11.5, 15.5 -> 14.1 us) or very many (the LM
      * head's 230: 699 -> 619 us at qwen3-8b) and at B <= 16; it loses 8-15%
-     * in between (qkv / o / down at 31-47 rows) and for gate + up with 23. */
+     * in between (qkv / o / down at 31-47 rows) and for gate + up with 23.
+     * Staging weights and x through shared memory with cp.async (a ring of
+     * 64- or 128-k stages, session 8, commit e918f52) lost to these units
+     * on every tile but the batch-64 LM head: its ingest capped near 20 GB/s
+     * per SM. */
     if (MODE == 2) {
         if (B <= 16 || nr < 64) {
             if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
