@@ -155,7 +155,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* merge tasks per row: one per kv group up to EVT_QWEN3_MERGE_ROWS_B rows,
        one per row above (the per-group tasks were mostly dispatch and
        notify: B x kv heads of them, merging a single split each once B is
-       past 132 / (2 x kv heads)); merge_per_group keeps one per group */
+       past target_tasks / (2 x kv heads)); merge_per_group keeps one per group */
     char MGx[96];
     if (op.merge_per_group) snprintf(MGx, sizeof MGx, "%lld", (long long)nkv);
     else snprintf(MGx, sizeof MGx, "max(1, %lld * min(1, %d / B))", (long long)nkv, EVT_QWEN3_MERGE_ROWS_B);

@@ -296,6 +296,16 @@ void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
     C->state_len = b->state_len;
 }
 
+void evt_ctx_apply_run_opts(evt_ctx *C, const evt_run_opts *o)
+{
+    C->timeout_ns = (uint64_t)((o->timeout_s > 0 ? o->timeout_s : 10.0) * 1e9);
+    C->chaos = o->chaos;
+    C->early_push = o->early_push;
+    C->pop_batch = o->pop_batch > 0 ? o->pop_batch : 1;
+    C->chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
+    if (o->computed_dispatch) C->rec = C->trec = NULL;
+}
+
 void evt_ctx_place_state(evt_ctx *C, int32_t *state, const evt_bound *b)
 {
     int64_t nc = b->s.ncounters, nt = b->s.ntasks;

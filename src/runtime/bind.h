@@ -9,6 +9,7 @@
 #define EVT_BIND_H
 #include "pass/plan.h"
 #include "device/evt_ctx.h"
+#include "evt/runtime.h"
 
 typedef struct evt_bound {
     evt_shape s;
@@ -52,6 +53,10 @@ int evt_bucket_shape(const evt_graph *g, const int64_t *sym, int64_t *out);
 
 /* Fills the parts of a ctx that come from the bound plan (host pointers). */
 void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C);
+/* The run options every backend's context takes the same way: watchdog,
+ * chaos, early push, pop batch, and the --no-records ablation (no task
+ * records: static tasks evaluate their maps on the device). */
+void evt_ctx_apply_run_opts(evt_ctx *C, const evt_run_opts *o);
 
 /* Points the per-launch state fields of C into `state` (the one layout). */
 void evt_ctx_place_state(evt_ctx *C, int32_t *state, const evt_bound *b);

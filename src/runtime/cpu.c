@@ -194,12 +194,7 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
     memset(&err, 0, sizeof err);
     C.abort_flag = &abort_flag;
     C.err = &err;
-    C.timeout_ns = (uint64_t)((o->timeout_s > 0 ? o->timeout_s : 10.0) * 1e9);
-    C.chaos = o->chaos;
-    C.early_push = o->early_push;
-    C.pop_batch = o->pop_batch > 0 ? o->pop_batch : 1;
-    C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
-    if (o->computed_dispatch) C.rec = C.trec = NULL;
+    evt_ctx_apply_run_opts(&C, o);
     if (o->trace_path) {
         trace = calloc((nt + 1) * EVT_TRACE_STAMPS, sizeof(uint64_t));
         trace_worker = calloc(nt + 1, sizeof(int32_t));

@@ -483,16 +483,11 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     C.ring = (evt_ring *)(uintptr_t)rt->ring_hdr.p;
     C.abort_flag = (int32_t *)(uintptr_t)rt->ctrl.p;
     C.err = (evt_error *)(uintptr_t)(rt->ctrl.p + offsetof(ctrl_block, err));
-    C.timeout_ns = (uint64_t)((o->timeout_s > 0 ? o->timeout_s : 10.0) * 1e9);
-    C.chaos = o->chaos;
-    C.early_push = o->early_push;
-    C.pop_batch = o->pop_batch > 0 ? o->pop_batch : 1;
-    C.chaos_max_ns = o->chaos_max_ns ? o->chaos_max_ns : 20000;
+    evt_ctx_apply_run_opts(&C, o);
     /* the persistent kernel copies the launch tables into shared memory
        (--no-records, the ablation: tables in global, no task records) */
     C.tables_in_smem = v->table_smem && !o->computed_dispatch;
     C.tables_off = v->dyn_smem;
-    if (o->computed_dispatch) C.rec = C.trec = NULL;
     C.trace = NULL;
     C.trace_worker = NULL;
     C.tile_fns = NULL;
