@@ -339,6 +339,28 @@ __device__ __forceinline__ void evt_llm_merge_heads(const evt_task_args *a, int6
     evt_bf16 *o = (evt_bf16 *)a->t[1].ptr;
     int64_t nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
     if (h0 + G > nh) G = nh - h0;
+    if (S == 1) { /* one split (batches above 16): o = its output / its sum,
+                     four elements' loads at once (a dependent round trip per
+                     element took ~14 us per 4096-element task at qwen3-8b
+                     B = 64, bench/RESULTS.md session 9) */
+        const int64_t T = evt_tile_threads(), n = G * hd;
+        for (int64_t e0 = threadIdx.x; e0 < n; e0 += 4 * T) {
+            float v[4], L[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                int64_t e = e0 + u * T;
+                const float *p = part + (b * nh + h0 + (e < n ? e / hd : 0)) * (hd + 2);
+                v[u] = e < n ? p[2 + e % hd] : 0.f;
+                L[u] = e < n ? p[1] : 0.f;
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                int64_t e = e0 + u * T;
+                if (e < n) evt_llm_st(o, b * nh * hd + h0 * hd + e, L[u] > 0 ? v[u] / L[u] : 0.f);
+            }
+        }
+        return;
+    }
     for (int64_t e = threadIdx.x; e < G * hd; e += evt_tile_threads()) {
         int64_t h = h0 + e / hd, i = e % hd;
         const float *p = part + (b * nh + h) * S * (hd + 2);
