@@ -26,14 +26,6 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
     return (((int64_t)bt[b * MP + t / PS] * PS + t % PS) * nkv + g) * hd;
 }
 
-__device__ __forceinline__ void evt_llm_attn_combine_warps(int G, int64_t hd, float *dst, int64_t dstride);
-
-#ifndef EVT_LLM_ATTN_MMA
-#define EVT_LLM_ATTN_MMA 1 /* attn_rope_split's tensor-core path for long splits */
-#endif
-#ifndef EVT_LLM_ATTN_MMA_MIN
-#define EVT_LLM_ATTN_MMA_MIN 64 /* positions per split from which the tensor-core path runs */
-#endif
 #ifndef EVT_LLM_ATTN_U
 #define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step; the next step's loads are in flight too */
 #endif
@@ -44,6 +36,7 @@ template <int G>
 __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], float (&l)[G], float (&o)[G][8], int lpp, float *dst,
                                                          int64_t dstride)
 {
+    const float LN2 = 0.6931471805599453f;
     int64_t hd = 8 * lpp;
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, part = lane % lpp;
     /* the lane groups of a warp share m: sum their l and o */
@@ -65,18 +58,6 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
             for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
         }
     }
-    evt_llm_attn_combine_warps(G, hd, dst, dstride);
-}
-
-/* Second half of a grouped split's end: every warp's (m, l, o) per head in
- * evt_llm_smem[(warp * G + i) * (hd + 2) ...] (m in the log2 domain, l = 0
- * for a warp without positions), merged into dst (m in the natural-log
- * domain). All threads call it. */
-__device__ __forceinline__ void evt_llm_attn_combine_warps(int G, int64_t hd, float *dst, int64_t dstride)
-{
-    const float LN2 = 0.6931471805599453f;
-    int nwarps = evt_tile_threads() >> 5;
-    float *sm = evt_llm_smem;
     evt_tile_sync();
     float *wt = sm + nwarps * G * (hd + 2); /* [G][nwarps + 1]: each warp's weight, then the max */
     if (threadIdx.x < G) {
@@ -225,172 +206,6 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     evt_llm_attn_merge_warps<G>(m, l, o, lpp, dst, dstride);
 }
 
-/* The paged cache's addressing for one (request, kv head), 32-bit where it
- * can be: evt_llm_page_row(pm, t) is the element offset of position t's row. */
-struct evt_llm_pages {
-    const int32_t *bt; /* the request's page-table row */
-    uint32_t ps, psmask;
-    int pssh;
-    bool pow2;
-    int64_t rowstride, goff;
-};
-__device__ __forceinline__ evt_llm_pages evt_llm_pages_of(const evt_llm_attn_io &io)
-{
-    evt_llm_pages pm;
-    pm.bt = io.bt + io.b * io.MP;
-    pm.ps = (uint32_t)io.PS;
-    pm.psmask = pm.ps - 1;
-    pm.pow2 = (pm.ps & pm.psmask) == 0;
-    pm.pssh = __ffs((int)pm.ps) - 1;
-    pm.rowstride = io.nkv * io.hd;
-    pm.goff = io.g * io.hd;
-    return pm;
-}
-__device__ __forceinline__ int64_t evt_llm_page_row(const evt_llm_pages &pm, uint32_t pos)
-{
-    uint32_t pg = pm.pow2 ? pos >> pm.pssh : pos / pm.ps, in = pm.pow2 ? pos & pm.psmask : pos - pg * pm.ps;
-    return ((int64_t)pm.bt[pg] * pm.ps + in) * pm.rowstride + pm.goff;
-}
-/* The tensor-core path's K fragment of a step: position p0 + g, lane t's 16
-   bytes of each 32-wide chunk (zero past hi). Functions, not lambdas, so
-   their arrays stay in registers in the megakernel's large module. */
-template <int KC>
-__device__ __forceinline__ void evt_llm_load_k(uint4 (&kr)[KC], const evt_bf16 *kc, const evt_llm_pages &pm, uint32_t p0,
-                                               uint32_t hi, int g, int t)
-{
-    uint32_t pos = p0 + g;
-    bool ok = pos < hi;
-    const evt_bf16 *kp = kc + (ok ? evt_llm_page_row(pm, pos) : 0) + 8 * t;
-#pragma unroll
-    for (int c = 0; c < KC; c++) kr[c] = ok ? evt_llm_ldx(kp + 32 * c) : make_uint4(0, 0, 0, 0);
-}
-/* Its V fragment: rows p0 + 2t and p0 + 2t + 1, elements (hd / 8) g .. + hd / 8. */
-template <int HD>
-__device__ __forceinline__ void evt_llm_load_v(uint4 (&vr)[2][HD / 64], const evt_bf16 *vc, const evt_llm_pages &pm, uint32_t p0,
-                                               uint32_t hi, int g, int t)
-{
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        uint32_t pos = p0 + 2 * t + r;
-        bool ok = pos < hi;
-        const evt_bf16 *vp = vc + (ok ? evt_llm_page_row(pm, pos) : 0) + (HD / 8) * g;
-#pragma unroll
-        for (int c = 0; c < HD / 64; c++) vr[r][c] = ok ? evt_llm_ldx(vp + 8 * c) : make_uint4(0, 0, 0, 0);
-    }
-}
-
-/* mma.sync m16n8k8, bf16 -> f32: c += A (rows g, g + 8; k 2t, 2t + 1) B. */
-__device__ __forceinline__ void evt_llm_mma_k8(float *c, uint32_t a0, uint32_t a1, uint32_t b0)
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(b0));
-}
-
-/* word i (a compile-time constant) of v, without taking v's address (an
-   indexed pointer into a uint4 puts the array in local memory) */
-__device__ __forceinline__ uint32_t evt_llm_word(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
-
-/* Tensor-core path (long splits): mma.sync with the group's q heads as the
- * 16 rows (rows >= G zero for S), 8 cache positions per warp step:
- *   S = Q K^T (m16n8k16, hd / 16 k steps, the 8 positions as n): K is
- *       permuted identically for both operands (as the GEMV: each lane
- *       reads 16 contiguous bytes of q and of a cache row per 32-wide chunk);
- *   the online softmax of the step (its max over 8 positions: 2 scores per
- *       lane and two shuffles), in the log2 domain;
- *   O += P V (m16n8k8, the 8 positions as k): the S accumulator is the A
- *       fragment (no data movement); P goes in as two bf16 terms, its bf16
- *       rounding in rows g and the remainder in rows g + 8 (unused by S),
- *       summed at the end, so P.V keeps f32 accuracy (bf16 P alone is ~1e-3
- *       off the C reference) at no extra mma; V's columns are permuted
- *       (column n of d tile j is d = (hd / 8) n + j), so a lane's B
- *       fragments come from hd / 8 contiguous elements of 2 cache rows,
- *       paired by byte_perm, and its accumulators hold hd / 4 contiguous d.
- * The next step's K and V loads are issued before this step's mmas. Per 8
- * positions a warp issues ~70 instructions where the CUDA-core path issues
- * ~550 (dot products, their shuffle reductions and the P.V FMAs). 16
- * positions per step (m16n8k16 for P.V) needed ~60 more registers and made
- * the megakernel's tiles spill (ptxas -v).
- * HD = 128, G = 2 or 4 (the shared merge area holds G <= 4). */
-template <int HD, int G>
-__device__ __forceinline__ void evt_llm_attn_mma(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride)
-{
-    constexpr int KC = HD / 32, DT = HD / 8, VC = HD / 64;
-    const float LOG2E = 1.4426950408889634f;
-    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const float qscale = LOG2E / sqrtf((float)HD);
-    /* q fragments are re-read every step (shared memory or L1): 4 * KC
-       registers fewer */
-    const evt_bf16 *qp = io.q + (g < G ? g : 0) * HD + 8 * t;
-    const evt_llm_pages pm = evt_llm_pages_of(io);
-    const evt_bf16 *kc = io.kc, *vc = io.vc;
-    const uint32_t hi32 = (uint32_t)hi, stride = (uint32_t)(8 * nwarps);
-    uint4 kr[KC], vr[2][VC], nkr[KC], nvr[2][VC];
-    float acc[DT][4], m = -INFINITY, l = 0;
-#pragma unroll
-    for (int j = 0; j < DT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-    uint32_t p0 = (uint32_t)lo + (uint32_t)(8 * warp);
-    if (p0 < hi32) {
-        evt_llm_load_k<KC>(kr, kc, pm, p0, hi32, g, t);
-        evt_llm_load_v<HD>(vr, vc, pm, p0, hi32, g, t);
-    }
-    for (; p0 < hi32; p0 += stride) {
-        /* the next step's loads first: in flight while this step computes */
-        if (p0 + stride < hi32) {
-            evt_llm_load_k<KC>(nkr, kc, pm, p0 + stride, hi32, g, t);
-            evt_llm_load_v<HD>(nvr, vc, pm, p0 + stride, hi32, g, t);
-        }
-        float s[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int c = 0; c < KC; c++) {
-            uint4 qa = g < G ? *(const uint4 *)(qp + 32 * c) : make_uint4(0, 0, 0, 0);
-            evt_llm_mma(s, qa.x, 0u, qa.y, 0u, kr[c].x, kr[c].y);
-            evt_llm_mma(s, qa.z, 0u, qa.w, 0u, kr[c].z, kr[c].w);
-        }
-        /* head g's scores at positions p0 + 2t, p0 + 2t + 1 */
-        bool ok0 = p0 + 2 * t < hi32, ok1 = p0 + 2 * t + 1 < hi32;
-        float s0 = ok0 ? s[0] * qscale : -INFINITY, s1 = ok1 ? s[1] * qscale : -INFINITY;
-        float mx = fmaxf(s0, s1);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        float mn = fmaxf(m, mx); /* finite: position p0 is valid */
-        float corr = exp2f(m - mn);
-        m = mn;
-        float p0f = exp2f(s0 - mn), p1f = exp2f(s1 - mn); /* 0 for masked positions */
-        l = l * corr + (p0f + p1f);
-#pragma unroll
-        for (int j = 0; j < DT; j++) { acc[j][0] *= corr; acc[j][1] *= corr; acc[j][2] *= corr; acc[j][3] *= corr; }
-        __nv_bfloat162 ph = __floats2bfloat162_rn(p0f, p1f);
-        __nv_bfloat162 pl = __floats2bfloat162_rn(p0f - __low2float(ph), p1f - __high2float(ph));
-        uint32_t ah = *(uint32_t *)&ph, al = *(uint32_t *)&pl;
-#pragma unroll
-        for (int j = 0; j < DT; j++) {
-            const int wi = (j % 8) / 2;
-            const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
-            uint32_t b0 = __byte_perm(evt_llm_word(vr[0][j / 8], wi), evt_llm_word(vr[1][j / 8], wi), sel);
-            evt_llm_mma_k8(acc[j], ah, al, b0); /* rows g: P's bf16 part, rows g + 8: its remainder */
-        }
-#pragma unroll
-        for (int c = 0; c < KC; c++) kr[c] = nkr[c];
-#pragma unroll
-        for (int c = 0; c < VC; c++) { vr[0][c] = nvr[0][c]; vr[1][c] = nvr[1][c]; }
-    }
-    /* the warp's state per head into the merge area: l summed over the 4
-       lanes of a row; lane (g, t) holds d = (hd / 4) t .. + hd / 4 */
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    if (g < G) {
-        float *sw = evt_llm_smem + (warp * G + g) * (HD + 2);
-        if (t == 0) { sw[0] = m; sw[1] = l; }
-#pragma unroll
-        for (int j = 0; j < DT; j++) {
-            sw[2 + DT * (2 * t) + j] = acc[j][0] + acc[j][2];
-            sw[2 + DT * (2 * t + 1) + j] = acc[j][1] + acc[j][3];
-        }
-    }
-    evt_llm_attn_combine_warps(G, HD, dst, dstride);
-}
-
 /* Generic path: positions in order, threads over head_dim. */
 __device__ __forceinline__ void evt_llm_attn_slow(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst)
 {
@@ -420,20 +235,6 @@ __device__ __forceinline__ void evt_llm_split_range(int64_t L, int64_t S, int64_
 
 /* Runs one split for G q heads (io.q + i * hd; results at dst + i * dstride):
  * the empty marker, the grouped fast path, or per head the generic one. */
-/* Whether a split of [lo, hi) for G q heads of head_dim hd takes the
- * tensor-core path: long splits (at least EVT_LLM_ATTN_MMA_MIN positions:
- * below, a warp step of 8 positions leaves warps idle), hd = 128, G = 2 or
- * 4, 16-byte aligned q and cache, whole warps. */
-__device__ __forceinline__ bool evt_llm_attn_mma_ok(int64_t G, int64_t hd, int64_t lo, int64_t hi, bool aligned)
-{
-    return aligned && hi - lo >= EVT_LLM_ATTN_MMA_MIN && hd == 128 && (G == 2 || G == 4) && (evt_tile_threads() & 31) == 0 &&
-           (int64_t)(evt_tile_threads() >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF;
-}
-
-/* MMA: the tensor-core path only (the caller checked evt_llm_attn_mma_ok);
-   else the CUDA-core and generic paths. Separate instantiations: one
-   function holding both paths made the megakernel's tiles spill. */
-template <bool MMA>
 __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, int64_t lo, int64_t hi, float *dst,
                                                int64_t dstride, bool aligned)
 {
@@ -443,11 +244,6 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
     if (lo >= hi) {
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads())
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
-        return;
-    }
-    if (MMA) {
-        if (G == 4) evt_llm_attn_mma<128, 4>(io, lo, hi, dst, dstride);
-        else evt_llm_attn_mma<128, 2>(io, lo, hi, dst, dstride);
         return;
     }
     if (fast && G == 4) evt_llm_attn_fast<4>(io, lo, hi, dst, dstride);
@@ -478,14 +274,12 @@ __device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
     io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
     io.b = b; io.g = h / (nh / io.nkv);
     bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
-    evt_llm_attend<false>(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned);
+    evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned);
 }
 
 /* q_rope + k_rope_append + attn_split for the G q heads of kv head g (see
- * llm.c): their q and the new k, v in shared memory, then one grouped split
- * (MMA: by the tensor-core path). */
-template <bool MMA>
-__device__ __noinline__ void evt_llm_attn_rope_split(const evt_task_args *a)
+ * llm.c): their q and the new k, v in shared memory, then one grouped split. */
+__device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
 {
     const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
     const int32_t *pos = (const int32_t *)a->t[3].ptr;
@@ -534,22 +328,7 @@ __device__ __noinline__ void evt_llm_attn_rope_split(const evt_task_args *a)
         for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
         evt_tile_sync();
     }
-    evt_llm_attend<MMA>(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15));
-}
-
-__device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
-{
-    const int32_t *pos = (const int32_t *)a->t[3].ptr;
-    int64_t b = a->coord[0], s = a->coord[2], nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
-    int64_t lo, hi;
-    evt_llm_split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
-    bool aligned = !(((uintptr_t)a->t[5].ptr | (uintptr_t)a->t[6].ptr) & 15);
-#if EVT_LLM_ATTN_MMA
-    if (nh % nkv == 0 && evt_llm_attn_mma_ok(nh / nkv, hd, lo, hi, aligned)) { evt_llm_attn_rope_split<true>(a); return; }
-#else
-    (void)lo; (void)hi; (void)aligned; (void)nh; (void)nkv; (void)hd;
-#endif
-    evt_llm_attn_rope_split<false>(a);
+    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15));
 }
 
 /* o[b, heads h0 .. h0 + G) = their splits merged and normalised: a thread
