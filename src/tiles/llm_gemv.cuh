@@ -147,90 +147,6 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
     }
 }
 
-/* The unit for larger batches (NB8 >= 4): the same loads and mma order as
- * evt_llm_unit, but weight chunks in a ring of D chunks (D * 2 * RT * NW
- * 16-byte loads in flight per lane) and each chunk's x fragments loaded just
- * before its mmas, from L1 (prefetched there two chunks ahead). With the x
- * fragments held in flight beside the weights (evt_llm_unit), the register
- * budget allowed one 32-k chunk of weights in flight per warp at B = 64. */
-#ifndef EVT_LLM_WRING
-#define EVT_LLM_WRING 1 /* 0: evt_llm_unit at every batch */
-#endif
-#ifndef EVT_LLM_WRING_REGS
-#define EVT_LLM_WRING_REGS 64 /* registers of the weight ring */
-#endif
-/* Slot d of the weight ring: chunk c (zero at or past c1, or for rows
-   past the tile). A function, not a lambda, so the ring stays in registers. */
-template <int D, int NW, int RT>
-__device__ __forceinline__ void evt_llm_ring_load(uint4 (&w)[D][NW][RT][2], int d, const evt_bf16 *const (&wp)[NW][RT][2],
-                                                  const bool (&rok)[RT][2], int64_t c, int64_t c1)
-{
-#pragma unroll
-    for (int q = 0; q < NW; q++)
-#pragma unroll
-        for (int r = 0; r < RT; r++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) w[d][q][r][h] = c < c1 && rok[r][h] ? evt_llm_ldw(wp[q][r][h] + c * 32) : make_uint4(0, 0, 0, 0);
-}
-template <int NB8, int NW, int RT, bool NORM>
-__device__ __forceinline__ void evt_llm_unit_ring(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, const evt_bf16 *wn,
-                                                  int64_t K, int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0,
-                                                  int64_t c1, float acc[NW][RT][NB8][4])
-{
-    constexpr int PER = 8 * NW * RT, DR = EVT_LLM_WRING_REGS / PER, D = DR > 4 ? 4 : DR < 1 ? 1 : DR;
-    int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    bool rok[RT][2];
-    const evt_bf16 *wp[NW][RT][2];
-#pragma unroll
-    for (int r = 0; r < RT; r++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int64_t n = n0 + r * 16 + g + h * 8;
-            rok[r][h] = n < n1;
-            wp[0][r][h] = W0 + n * K + 8 * t;
-            if (NW > 1) wp[NW - 1][r][h] = W1 + n * K + 8 * t;
-        }
-    const evt_bf16 *xb = x + (b0 + g) * K + 8 * t; /* batch row b0 + g; + 8j rows for fragment j */
-    bool xok[NB8];
-#pragma unroll
-    for (int j = 0; j < NB8; j++) xok[j] = b0 + 8 * j + g < B;
-    const uint4 z = make_uint4(0, 0, 0, 0);
-    uint4 w[D][NW][RT][2];
-#pragma unroll
-    for (int d = 0; d < D; d++) evt_llm_ring_load<D, NW, RT>(w, d, wp, rok, c0 + d, c1);
-    for (int64_t c = c0; c < c1; c += D) {
-#pragma unroll
-        for (int d = 0; d < D; d++) {
-            int64_t cc = c + d;
-            if (cc >= c1) break;
-            if (cc + 2 < c1) { /* this lane's x line of chunk cc + 2 into L1 */
-#pragma unroll
-                for (int j = 0; j < NB8; j++)
-                    if (xok[j]) asm volatile("prefetch.global.L1 [%0];" ::"l"(xb + (int64_t)8 * j * K + (cc + 2) * 32));
-            }
-            uint4 xv[NB8], wv = z;
-#pragma unroll
-            for (int j = 0; j < NB8; j++) xv[j] = xok[j] ? evt_llm_ldx(xb + (int64_t)8 * j * K + cc * 32) : z;
-            if (NORM) wv = __ldg((const uint4 *)(wn + 8 * t + cc * 32));
-            if (NORM) {
-#pragma unroll
-                for (int j = 0; j < NB8; j++) xv[j] = evt_llm_mul8(xv[j], wv);
-            }
-#pragma unroll
-            for (int q = 0; q < NW; q++)
-#pragma unroll
-                for (int r = 0; r < RT; r++)
-#pragma unroll
-                    for (int j = 0; j < NB8; j++) {
-                        const uint4 *w0 = &w[d][q][r][0], *w1 = &w[d][q][r][1];
-                        evt_llm_mma(acc[q][r][j], w0->x, w1->x, w0->y, w1->y, xv[j].x, xv[j].y);
-                        evt_llm_mma(acc[q][r][j], w0->z, w1->z, w0->w, w1->w, xv[j].z, xv[j].w);
-                    }
-            evt_llm_ring_load<D, NW, RT>(w, d, wp, rok, cc + D, c1); /* refill the slot */
-        }
-    }
-}
-
 /* Row scales of the fused-norm tiles: evt_llm_rms[b] = rsqrt(mean(x[b]^2)
  * + eps) for b < B <= 128, a warp per row (all threads call it; a barrier
  * must follow before the scales are read). */
@@ -330,8 +246,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
             int rt = u / nbg, bg = u % nbg;
             float acc[NW][RT][NB8][4] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
-            if constexpr (NB8 >= 4 && EVT_LLM_WRING) evt_llm_unit_ring<NB8, NW, RT, NORM>(x, W0, W1, wn, K, r0, n1, b0, B, 0, nch, acc);
-            else evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, r0, n1, b0, B, 0, nch, acc);
+            evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, r0, n1, b0, B, 0, nch, acc);
 #pragma unroll
             for (int r = 0; r < RT; r++)
 #pragma unroll
@@ -354,8 +269,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
         int rt = u / nbg, bg = u % nbg;
         int c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
         float acc[NW][RT][NB8][4] = {};
-        if constexpr (NB8 >= 4 && EVT_LLM_WRING) evt_llm_unit_ring<NB8, NW, RT, NORM>(x, W0, W1, wn, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
-        else evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
+        evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
 #pragma unroll
         for (int q = 0; q < NW; q++)
 #pragma unroll
