@@ -97,7 +97,10 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
  * power of two), not two 64-bit divisions. As its own kernel at qwen3-8b
  * shapes, B = 64, 4 splits (bench/RESULTS.md): attn_split 244 -> 158 us,
  * attn_rope_split 244 -> 213 us. Results are stored in the natural-log
- * domain, as the C reference and attn_merge expect. */
+ * domain, as the C reference and attn_merge expect. A tensor-core split
+ * (mma.sync, session 9, commit 5ff8572) was 22% faster as its own kernel
+ * at B = 64 but made ptxas spill in the megakernel's other tiles and lost
+ * there at every batch. */
 template <int G>
 __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride)
 {

@@ -357,7 +357,9 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
      * Staging weights and x through shared memory with cp.async (a ring of
      * 64- or 128-k stages, session 8, commit e918f52) lost to these units
      * on every tile but the batch-64 LM head: its ingest capped near 20 GB/s
-     * per SM. */
+     * per SM. A register ring of 2-4 weight chunks with x loaded just in
+     * time from L1 (session 9, commit 1c66780) made ptxas spill across the
+     * megakernel's call graph and lost 14-38% at batch 32 and 64. */
     if (MODE == 2) {
         if (B <= 16 || nr < 64) {
             if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
