@@ -70,6 +70,16 @@ __device__ __forceinline__ uint4 evt_llm_mul8(uint4 x, uint4 w)
     return r;
 }
 
+/* ss plus the squares of 8 packed bf16 values, added pair by pair in order
+   (the fused-norm row scales' sum) */
+__device__ __forceinline__ float evt_llm_sumsq8(float ss, uint4 v)
+{
+    const uint32_t *u = &v.x;
+#pragma unroll
+    for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
+    return ss;
+}
+
 template <int NB8, int NW, int RT, bool NORM>
 __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, const evt_bf16 *wn,
                                              int64_t K, int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0,
@@ -168,11 +178,7 @@ __device__ __forceinline__ void evt_llm_rms_scales(const evt_bf16 *x, int64_t B,
             }
             float ss = 0;
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                const uint32_t *u = &v[i].x;
-#pragma unroll
-                for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
-            }
+            for (int i = 0; i < 8; i++) ss = evt_llm_sumsq8(ss, v[i]);
             for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
             if (lane == 0) part[b][warp] = ss;
         }
@@ -193,18 +199,9 @@ __device__ __forceinline__ void evt_llm_rms_scales(const evt_bf16 *x, int64_t B,
 #pragma unroll
             for (int i = 0; i < 4; i++) v[i] = evt_llm_ldx(xr + 8 * (k8 + 32 * i));
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const uint32_t *u = &v[i].x;
-#pragma unroll
-                for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
-            }
+            for (int i = 0; i < 4; i++) ss = evt_llm_sumsq8(ss, v[i]);
         }
-        for (; k8 < K / 8; k8 += 32) {
-            uint4 v = evt_llm_ldx(xr + 8 * k8);
-            const uint32_t *u = &v.x;
-#pragma unroll
-            for (int j = 0; j < 4; j++) ss += evt_llm_lo(u[j]) * evt_llm_lo(u[j]) + evt_llm_hi(u[j]) * evt_llm_hi(u[j]);
-        }
+        for (; k8 < K / 8; k8 += 32) ss = evt_llm_sumsq8(ss, evt_llm_ldx(xr + 8 * k8));
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         if (lane == 0) evt_llm_rms[b] = 1.0f / sqrtf(ss / (float)K + eps);
     }
