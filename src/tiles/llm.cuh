@@ -4,9 +4,10 @@
  *
  *   linear / linear_res / mlp_up: tensor-core GEMV/GEMM (mma.sync m16n8k16
  *       bf16 -> f32). A warp owns a unit of 16 * RT weight rows x 8 * NB8
- *       batch rows and a slice of K (B <= 8: RT = NB8 = 1 and 4 k steps of
- *       loads in flight; larger B: either every batch row in one unit, so
- *       each weight row is loaded once, or NB8 = 4 and up to RT = 4 row
+ *       batch rows and a slice of K (B <= 8: RT = NB8 = 1 and 8 k steps of
+ *       loads in flight for one weight, 4 each for gate and up; larger B:
+ *       either every batch row in one unit, so each weight row is loaded
+ *       once, or NB8 = 4 and up to RT = 4 row
  *       tiles sharing each x fragment: evt_llm_gemv says which, from
  *       measurements); when a task has fewer units than warps,
  *       K is split across warps and partials are summed (in a fixed order) in

@@ -108,8 +108,10 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
     /* UN k chunks per iteration, all loads first: a persistent block has 8
      * warps, so bytes in flight come from unrolling */
 #ifndef EVT_LLM_UN_SMALL
-#define EVT_LLM_UN_SMALL 4 /* k chunks in flight per warp at B <= 8 (8, or two alternating batches
-                             of 4: faster as their own kernel, but the megakernel's tile then spills) */
+#define EVT_LLM_UN_SMALL 8 /* k chunks in flight per warp at B <= 8 for one weight matrix; gate + up
+                             tiles (NW = 2) take half, so every tile holds 64 registers of weight
+                             loads (8 for both made the megakernel's mlp_up spill; 4 for both was
+                             2-3% slower: bench/RESULTS.md session 10) */
 #endif
     /* larger batches: as many k chunks in flight (1 to 4) as
        EVT_LLM_LOAD_REGS registers of loads allow (a chunk holds 2 * RT * NW
@@ -118,7 +120,7 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
 #define EVT_LLM_LOAD_REGS 64 /* 96: the megakernel's tiles spill (ptxas -v) */
 #endif
     constexpr int FIT = EVT_LLM_LOAD_REGS / (4 * (2 * RT * NW + NB8));
-    constexpr int UN = (NB8 == 1 && RT == 1) ? EVT_LLM_UN_SMALL : FIT > 4 ? 4 : FIT < 1 ? 1 : FIT;
+    constexpr int UN = (NB8 == 1 && RT == 1) ? (EVT_LLM_UN_SMALL / NW > 0 ? EVT_LLM_UN_SMALL / NW : 1) : FIT > 4 ? 4 : FIT < 1 ? 1 : FIT;
     int64_t c = c0;
     for (; c < c1; c += UN) {
         uint4 w[UN][NW][RT][2], xv[UN][NB8], wv[UN];
