@@ -19,7 +19,8 @@
 # 9. the decode tiles against their C references (bench/tiles/tilebench at
 #    qwen3-0.6b and -8b shapes, B = 1, 8, 16, 64); the streamed GEMV runs in
 #    tests/gpu/decode_check.sh (it needs the megakernel's producer warp)
-# 10. no tile function of a decode megakernel spills registers (ptxas -v)
+# 10. no tile function of a decode megakernel spills registers (ptxas -v; the
+#     kernel-by-kernel entry: at most 16 bytes per tile)
 # 11. the decode megakernel against the C reference under every schedule,
 #     default build and weight stream (tests/gpu/decode_check.sh)
 # Prints PASS/FAIL per check and a final "N passed, N failed".
@@ -173,15 +174,23 @@ done
 say "== register spills in the tiles of a decode megakernel"
 # a spilling GEMV once cost 33% per token and only a benchmark showed it:
 # build the tiny Qwen3 step with ptxas -v and fail on any <op>_cuda function
-# that spills
+# that spills in the megakernel (evt_kernel). The kernel-by-kernel entry
+# (evt_call_kernel: the kbk and CUDA-graph baselines) clones the same tiles
+# under another allocation; there a tile may spill at most 16 bytes (since
+# session 10 attn_rope_split keeps one register of its norm prologue in local
+# memory there, once per task: bench/RESULTS.md), more fails too
 rm -f "$LOG/ptxas_decode.txt"
 if EVT_CACHE_DIR=$ART/kc-spills EVT_NVCCFLAGS="-Xptxas -v" EVT_NVCC_LOG="$LOG/ptxas_decode.txt" \
        build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 16 --steps 1 --backend cuda >> "$MAIN" 2>&1; then
-    spills=$(awk '/Function properties for/ { fn = $NF; next }
-                  /bytes spill stores/ && fn ~ /_cuda/ { split($0, a, ","); if (a[2] + 0 > 0) print fn ": " a[2] + 0 " bytes"; fn = "" }' \
-             "$LOG/ptxas_decode.txt")
+    spill_awk='/Compiling entry function/ { entry = $0; sub(/.*function .\047?/, "", entry); sub(/\047.*/, "", entry); next }
+               /Function properties for/ { fn = $NF; next }
+               /bytes spill stores/ && fn ~ /_cuda/ { split($0, a, ","); n = a[2] + 0
+                   if (n > 0 && (entry == "evt_kernel" || n > 16) == strict) print entry " " fn ": " n " bytes"; fn = "" }'
+    spills=$(awk -v strict=1 "$spill_awk" "$LOG/ptxas_decode.txt")
+    minor=$(awk -v strict=0 "$spill_awk" "$LOG/ptxas_decode.txt")
     nfn=$(grep -c "bytes spill stores" "$LOG/ptxas_decode.txt")
-    if [ -z "$spills" ] && [ "$nfn" -gt 0 ]; then ok "no tile spills registers in the decode kernel ($nfn functions)"
+    [ -n "$minor" ] && echo "   (kernel-by-kernel entry, at most 16 bytes: $minor)"
+    if [ -z "$spills" ] && [ "$nfn" -gt 0 ]; then ok "no tile spills registers in the decode megakernel ($nfn functions)"
     else bad "tile functions spill registers: $spills (or no ptxas report: $nfn functions)"; fi
 else
     bad "decode kernel build with ptxas -v"
