@@ -7,9 +7,9 @@
  *       batch rows and a slice of K (B <= 8: RT = NB8 = 1 and 8 k steps of
  *       loads in flight for one weight, 4 each for gate and up; larger B:
  *       either every batch row in one unit, so each weight row is loaded
- *       once, or NB8 = 4 and up to RT = 4 row
- *       tiles sharing each x fragment: evt_llm_gemv says which, from
- *       measurements); when a task has fewer units than warps,
+ *       once, or NB8 = 4 and up to RT = 4 row tiles sharing each x
+ *       fragment: evt_llm_gemv says which, from measurements); when a task
+ *       has fewer units than warps,
  *       K is split across warps and partials are summed (in a fixed order) in
  *       shared memory. K is permuted identically for both operands, so each
  *       lane reads 16 contiguous bytes of a weight row and of an x row per

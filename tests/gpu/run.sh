@@ -182,12 +182,14 @@ say "== register spills in the tiles of a decode megakernel"
 rm -f "$LOG/ptxas_decode.txt"
 if EVT_CACHE_DIR=$ART/kc-spills EVT_NVCCFLAGS="-Xptxas -v" EVT_NVCC_LOG="$LOG/ptxas_decode.txt" \
        build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 16 --steps 1 --backend cuda >> "$MAIN" 2>&1; then
-    spill_awk='/Compiling entry function/ { entry = $0; sub(/.*function .\047?/, "", entry); sub(/\047.*/, "", entry); next }
-               /Function properties for/ { fn = $NF; next }
-               /bytes spill stores/ && fn ~ /_cuda/ { split($0, a, ","); n = a[2] + 0
-                   if (n > 0 && (entry == "evt_kernel" || n > 16) == strict) print entry " " fn ": " n " bytes"; fn = "" }'
-    spills=$(awk -v strict=1 "$spill_awk" "$LOG/ptxas_decode.txt")
-    minor=$(awk -v strict=0 "$spill_awk" "$LOG/ptxas_decode.txt")
+    # one line per spilling tile: "bad" in the megakernel or over 16 bytes, else "minor"
+    classified=$(awk '/Compiling entry function/ { entry = $0; sub(/.*function .\047?/, "", entry); sub(/\047.*/, "", entry); next }
+                      /Function properties for/ { fn = $NF; next }
+                      /bytes spill stores/ && fn ~ /_cuda/ { split($0, a, ","); n = a[2] + 0; fn_ = fn; fn = ""
+                          if (n > 0) print (entry == "evt_kernel" || n > 16 ? "bad" : "minor") " " entry " " fn_ ": " n " bytes" }' \
+                 "$LOG/ptxas_decode.txt")
+    spills=$(echo "$classified" | sed -n 's/^bad //p')
+    minor=$(echo "$classified" | sed -n 's/^minor //p')
     nfn=$(grep -c "bytes spill stores" "$LOG/ptxas_decode.txt")
     [ -n "$minor" ] && echo "   (kernel-by-kernel entry, at most 16 bytes: $minor)"
     if [ -z "$spills" ] && [ "$nfn" -gt 0 ]; then ok "no tile spills registers in the decode megakernel ($nfn functions)"
