@@ -14,7 +14,6 @@
 #include "evt/models.h"
 #include "tiles/tiles_cpu.h"
 #include "runtime/half.h"
-#include "tiles/l2_share.h"
 
 static uint32_t seed = 1;
 static float frand(void) { seed = seed * 1664525u + 1013904223u; return (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f; }
@@ -538,95 +537,6 @@ static void check_tolerance(void **state)
     assert_true(evt_decode_check_rtol(128) < 0.5);
 }
 
-/* l2_prefetch: the shares partition the bytes; the builder's calls hold the
-   weights that fit the budget, one task per worker attention leaves idle
-   (none below 16); the hint changes no output */
-static void l2_prefetch_calls(void **state)
-{
-    (void)state;
-    const int64_t sizes[] = {0, 100, 128 * 7 + 5, 33554432, 3 * 1048576 + 48};
-    const int64_t parts[] = {1, 3, 68, 200};
-    for (int i = 0; i < 5; i++)
-        for (int j = 0; j < 4; j++) {
-            int64_t next = 0, lo, hi;
-            for (int64_t p = 0; p < parts[j]; p++) {
-                evt_l2_share(sizes[i], parts[j], p, &lo, &hi);
-                if (sizes[i] == 0) { assert_true(lo == 0 && hi == 0); continue; }
-                assert_true(lo == next && hi >= lo && lo % 128 == 0);
-                next = hi;
-            }
-            assert_true(next == sizes[i]);
-        }
-    int64_t lo, hi;
-    evt_l2_share(1000, 4, 4, &lo, &hi);
-    assert_true(lo == 0 && hi == 0);
-    evt_task_args a = {0};
-    a.ntensors = 2;
-    a.iarg[0] = 5;
-    assert_int_equal(evt_l2_count(&a), 2);
-    a.iarg[0] = -1;
-    assert_int_equal(evt_l2_count(&a), 0);
-    evt_qwen3_config c;
-    evt_diag d;
-    evt_diag_init(&d, "l2");
-    evt_qwen3_opts o = {.l2_prefetch_mb = 40};
-    assert_true(evt_qwen3_preset("qwen3-0.6b", &c));
-    char *text = evt_qwen3_program(&c, &o, &d);
-    const char *idle = "max(0, 132 - B * 8 * min(8, max(1, 131 / (B * 8))))";
-    char want[512];
-    snprintf(want, sizeof want, "call l0_pf = l2_prefetch(l0_wo, l0_wg, l0_wu, l0_wd, l1_wqkv, 5) over (p) in [%s * min(1, %s / 16)] {\n"
-             "    wait e0_QKV[0]\n}\ncall l0_am = ", idle, idle);
-    assert_non_null(strstr(text, want));
-    assert_non_null(strstr(text, "call l27_pf = l2_prefetch(l27_wo, l27_wg, l27_wu, l27_wd, l27_wo, 4) over")); /* no layer 28 */
-    free(text);
-    o.l2_prefetch_mb = 24; /* 23 MiB: O, gate, up, down */
-    text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "call l0_pf = l2_prefetch(l0_wo, l0_wg, l0_wu, l0_wd, l0_wo, 4) over"));
-    free(text);
-    assert_true(evt_qwen3_preset("qwen3-8b", &c));
-    o.l2_prefetch_mb = 40; /* O's 32 MiB, not gate's 96 more */
-    text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "call l0_pf = l2_prefetch(l0_wo, l0_wo, l0_wo, l0_wo, l0_wo, 1) over"));
-    free(text);
-    o.l2_prefetch_mb = 31; /* O does not fit: no call */
-    text = evt_qwen3_program(&c, &o, &d);
-    assert_null(strstr(text, "l2_prefetch("));
-    free(text);
-    o.l2_prefetch_mb = 0;
-    text = evt_qwen3_program(&c, &o, &d);
-    assert_null(strstr(text, "l2_prefetch("));
-    free(text);
-    o.l2_prefetch_mb = 40;
-    o.qkv_per_head = 1;
-    text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "1) over (p) in [max(0, 132 - B * 8 * min(8, max(1, 131 / (B * 8)))) * min(1, max(0, 132 - B * 8 * "
-                                 "min(8, max(1, 131 / (B * 8)))) / 16)] {\n    wait e0_QKV[f] for f in [48]\n}"));
-    free(text);
-    evt_diag_free(&d);
-    /* tiny (2 kv heads): batch 1 leaves 132 - 16 workers idle, batch 9 six (no
-       tasks); every schedule bitwise equal to the reference, with or without */
-    evt_sched_kind s[] = {EVT_SCHED_STATIC, EVT_SCHED_DYNAMIC, EVT_SCHED_HYBRID};
-    for (int b = 1; b <= 9; b += 8)
-        for (int k = 0; k < 3; k++) {
-            int64_t ntasks[2];
-            for (int on = 0; on < 2; on++) {
-                evt_decode_opts dopt = {.model = "examples/qwen3-tiny.json", .batch = b, .ctx = 18, .steps = 2,
-                                        .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1};
-                dopt.run.sched = s[k];
-                dopt.run.workers = 4;
-                dopt.build.l2_prefetch_mb = on ? 40 : 0;
-                evt_decode_result r;
-                evt_diag_init(&d, "decode");
-                if (evt_decode(&dopt, &r, &d)) fail_msg("B=%d %s: %s", b, evt_sched_name(s[k]), d.text);
-                assert_int_equal(r.steps_checked, 2);
-                assert_int_equal(r.check_failed, 0);
-                ntasks[on] = r.ntasks;
-                evt_diag_free(&d);
-            }
-            assert_int_equal(ntasks[1] - ntasks[0], b == 1 ? 2 * 116 : 0);
-        }
-}
-
 static void tiny_decode(void **state)
 {
     (void)state;
@@ -735,7 +645,6 @@ int main(void)
         cmocka_unit_test(config_and_program),
         cmocka_unit_test(reduction_tasks),
         cmocka_unit_test(check_tolerance),
-        cmocka_unit_test(l2_prefetch_calls),
         cmocka_unit_test(tiny_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

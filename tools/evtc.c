@@ -37,7 +37,7 @@ typedef struct cli {
     /* decode */
     const char *model, *dump, *emit_program;
     int emit_only;
-    long long batch, ctx, steps, splits, page, tiles, l2_prefetch_mb;
+    long long batch, ctx, steps, splits, page, tiles;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, fuse_norm, qkv_per_head, prefetch, argmax_per_tile, merge_per_group;
 } cli;
@@ -66,7 +66,6 @@ static int usage(const char *msg)
             "                [--argmax-per-tile]  (ablation: one argmax task per row and LM-head tile)\n"
             "                [--merge-per-group]  (ablation: one attention merge per row and kv group at every batch)\n"
             "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
-            "                [--l2-prefetch MB]   (beside attention, idle workers pull the next MB of weights into L2; 0: off)\n"
             "                [--stream]           (GEMV weights through the weight stream, CUDA: docs/runtime.md)\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n");
     return 2;
@@ -147,7 +146,6 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--merge-per-group")) c->merge_per_group = 1;
         else if (!strcmp(a, "--qkv-per-head")) c->qkv_per_head = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
-        else if (!strcmp(a, "--l2-prefetch")) { NEED(); if (!parse_int(v, 0, 1 << 20, &c->l2_prefetch_mb)) { fprintf(stderr, "evtc: --l2-prefetch %s: expected 0..1048576 (MiB)\n", v); return 2; } }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--check")) c->check = 1;
@@ -398,7 +396,6 @@ static int cmd_decode(cli *c)
     o.build.split_rope = c->split_rope;
     o.build.fuse_norm = c->fuse_norm;
     o.build.prefetch = c->prefetch;
-    o.build.l2_prefetch_mb = c->l2_prefetch_mb;
     o.build.argmax_per_tile = c->argmax_per_tile;
     o.build.merge_per_group = c->merge_per_group;
     o.compile = c->copts;

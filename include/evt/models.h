@@ -64,10 +64,6 @@ typedef struct evt_qwen3_opts {
     int prefetch;          /* GEMV calls annotated `prefetch`: their L2 prefetch hook runs before their
                               waits (measured 3-8% slower at batch 1 on an H200, so not the default),
                               or, in a kernel built with the weight stream, their weights stream */
-    int64_t l2_prefetch_mb; /* > 0: per layer, an l2_prefetch call beside attention (waiting on QKV, one task
-                              per worker that attention leaves idle, none when fewer than 16 are) pulls
-                              the next weights - O, gate, up, down, the next layer's QKV, whole matrices
-                              in that order while they fit this many MiB - into L2 while HBM is idle */
 } evt_qwen3_opts;
 
 /* The .evt program of one decode step (malloc'd), or NULL on bad config. */

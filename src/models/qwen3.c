@@ -125,36 +125,6 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
     return T < n ? T : n;
 }
 
-/* Layer l's l2_prefetch call (evt_qwen3_opts.l2_prefetch_mb): placed right
- * after the attention call, so the round-robin static schedule gives its
- * tasks to the workers after the attention tasks' - the ones attention
- * leaves idle - and waiting on QKV, so it runs beside attention, when HBM
- * has nothing else to stream (batch 1: ~17 us per layer). Its weights: O,
- * gate, up, down and the next layer's QKV, whole matrices in that order
- * while they fit the budget. Tasks: the workers left over by attention,
- * target_tasks + 1 - B * kv heads * splits, none when fewer than 16 (one
- * SM's bulk prefetches would trail into the next stages). */
-static void l2_prefetch_call(evt_printer *o, const evt_qwen3_config *c, const evt_qwen3_opts *op, int64_t l, const char *Sx,
-                             const char *qwait)
-{
-    int64_t H = c->hidden_size, I = c->intermediate_size, nh = c->num_attention_heads, nkv = c->num_key_value_heads;
-    int64_t hd = c->head_dim, L = c->num_hidden_layers;
-    struct { const char *fmt; int64_t layer, bytes; } w[5] = {
-        {"l%lld_wo", l, H * nh * hd * 2}, {"l%lld_wg", l, I * H * 2}, {"l%lld_wu", l, I * H * 2},
-        {"l%lld_wd", l, H * I * 2}, {"l%lld_wqkv", l + 1, (nh + 2 * nkv) * hd * H * 2}};
-    int n = 0;
-    double budget = (double)op->l2_prefetch_mb * 1048576.0, sum = 0;
-    while (n < 5 && (n < 4 || l + 1 < L) && sum + (double)w[n].bytes <= budget) sum += (double)w[n++].bytes;
-    if (!n) return;
-    char nm[5][48];
-    for (int k = 0; k < 5; k++) snprintf(nm[k], sizeof nm[k], w[k < n ? k : 0].fmt, (long long)w[k < n ? k : 0].layer);
-    char idle[160];
-    snprintf(idle, sizeof idle, "max(0, %lld - B * %lld * %s)", (long long)(op->target_tasks + 1),
-             (long long)(op->split_rope ? nh : nkv), Sx);
-    evt_pr(o, "call l%lld_pf = l2_prefetch(%s, %s, %s, %s, %s, %d) over (p) in [%s * min(1, %s / 16)] {\n    %s\n}\n",
-           (long long)l, nm[0], nm[1], nm[2], nm[3], nm[4], n, idle, idle, qwait);
-}
-
 #define P(...) evt_pr(&o, __VA_ARGS__)
 #define EVT_QWEN3_AUTO_SPLITS_MAX 8 /* adaptive split-KV count's cap (see Sx below) */
 #define EVT_QWEN3_MERGE_ROWS_B 16   /* above this batch, one attention merge task per row (see MGx below) */
@@ -299,9 +269,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n",
               i, i, i, i, eps, i, RW, i, RW);
         /* QKV waits: the whole projection, or (qkv_per_head) the heads a task reads */
-        char qn[200], wq_h[64], wk_g[64], wv_g[64], wq_grp[160], qwait[96];
-        if (!op.qkv_per_head) snprintf(qwait, sizeof qwait, "wait e%lld_QKV[0]", i);
-        else snprintf(qwait, sizeof qwait, "wait e%lld_QKV[f] for f in [%lld]", i, (long long)(nh + 2 * nkv));
+        char qn[200], wq_h[64], wk_g[64], wv_g[64], wq_grp[160];
         if (!op.qkv_per_head) {
             snprintf(qn, sizeof qn, "notify e%lld_QKV[0]", i);
             snprintf(wq_h, sizeof wq_h, "wait e%lld_QKV[0]", i);
@@ -337,7 +305,6 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
               "    %s%s\n    notify e%lld_P[b, g * %s / %lld]\n}\n",
               i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, MGx, (long long)nkv);
         }
-        if (op.l2_prefetch_mb > 0) l2_prefetch_call(&o, c, &op, l, Sx, qwait);
         P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld / %s) over (b, g) in [B, %s] {\n    wait e%lld_P[b, g]\n"
           "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)nh, MGx, MGx, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld]%s {\n"

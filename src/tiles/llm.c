@@ -38,17 +38,12 @@
  *   attn_merge_group(part, o, G)   over (b, g): attn_merge of heads g*G .. g*G+G-1
  *       (one task per kv group: G times fewer tasks and notifies)
  *   argmax_part(logits[B, V], pv[B, NC], pi[B, NC])     over (b, c): chunk c = [c*V/NC, (c+1)*V/NC)
- *   l2_prefetch(W0, W1, W2, W3, W4, n)                  over (p): a hint, writes nothing: share p
- *       of grid[0] of the bytes of W0 .. W(n-1) (one concatenated range,
- *       l2_share.h) pulled into the cache ahead of the calls that read them
- *       (the GPU's L2; here the CPU's, by __builtin_prefetch)
  *   argmax_final(pv[B, NC], pi[B, NC], next[B])          over (b): lowest index wins ties
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tiles/tiles_cpu.h"
-#include "tiles/l2_share.h"
 #include "runtime/half.h"
 
 typedef uint16_t bf16;
@@ -353,17 +348,4 @@ void evt_tile_argmax_final(const evt_task_args *a)
     for (int64_t c = 0; c < NC; c++)
         if (pv[b * NC + c] > best) { best = pv[b * NC + c]; bi = pi[b * NC + c]; }
     next[b] = bi;
-}
-
-void evt_tile_l2_prefetch(const evt_task_args *a)
-{
-    int n = evt_l2_count(a);
-    int64_t S = 0, lo, hi, off = 0;
-    for (int i = 0; i < n; i++) S += evt_l2_bytes(a, i);
-    evt_l2_share(S, a->grid[0], a->coord[0], &lo, &hi);
-    for (int i = 0; i < n; i++) {
-        int64_t b = evt_l2_bytes(a, i), s = lo > off ? lo : off, e = hi < off + b ? hi : off + b;
-        for (int64_t o = s; o < e; o += 64) __builtin_prefetch((const char *)a->t[i].ptr + (o - off));
-        off += b;
-    }
 }

@@ -46,9 +46,6 @@
  *       heads at once (each cache line loaded once, scored G times), the new
  *       position read back from the cache after a block barrier.
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
- *   l2_prefetch: one thread issues cp.async.bulk.prefetch.L2 over the
- *       task's share of its weights (l2_share.h) and returns: the bytes
- *       arrive while the worker goes on to its next task.
  * Everything produced in the launch (x, activations, KV cache, partials) is
  * read with plain loads. Shared memory: one 32 KiB static buffer and the row
  * scales (the stream's ring is the runtime's). Tiles count and synchronise
@@ -59,7 +56,6 @@
 #include <stdint.h>
 #include "device/evt_device.h"
 #include "device/evt_stream.h"
-#include "tiles/l2_share.h"
 
 #ifndef EVT_LLM_PREFETCH_CAP
 #define EVT_LLM_PREFETCH_CAP (128 * 1024) /* bytes of L2 prefetch per weight matrix per task */
@@ -462,31 +458,5 @@ __device__ __noinline__ void argmax_final_cuda(const evt_task_args *a)
     }
     evt_llm_block_argmax(best, bc);
     if (threadIdx.x == 0) next[b] = bc == INT32_MAX ? 0 : pi[b * NC + bc];
-}
-
-/* ------------------------------------------------------ l2_prefetch ---- */
-__device__ __noinline__ void l2_prefetch_cuda(const evt_task_args *a)
-{
-    if (threadIdx.x != 0) return;
-    int n = evt_l2_count(a);
-    int64_t S = 0, lo, hi, off = 0;
-    for (int i = 0; i < n; i++) S += evt_l2_bytes(a, i);
-    evt_l2_share(S, a->grid[0], a->coord[0], &lo, &hi);
-    for (int i = 0; i < n; i++) {
-        int64_t b = evt_l2_bytes(a, i);
-        /* the share's part inside tensor i, in whole 16-byte granules (a bulk prefetch's unit) */
-        int64_t s = ((lo > off ? lo : off) - off + 15) & ~(int64_t)15, e = ((hi < off + b ? hi : off + b) - off) & ~(int64_t)15;
-        const char *p = (const char *)a->t[i].ptr;
-        off += b;
-        if ((uintptr_t)p & 15) continue; /* never for the runtime's allocations */
-        for (int64_t o = s; o < e; o += 65536) {
-            uint32_t sz = (uint32_t)(e - o < 65536 ? e - o : 65536);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(sz) : "memory");
-#else
-            for (uint32_t q = 0; q < sz; q += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o + q));
-#endif
-        }
-    }
 }
 #endif

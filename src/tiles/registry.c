@@ -83,9 +83,6 @@ static const evt_tile_decl builtins[] = {
      evt_tile_argmax_part, "tiles/llm.cuh", 256, 0, 0, 0},
     {"argmax_final", "next[b] = index of the largest partial (lowest index on ties)", 3,
      {IN("pv", EVT_F32, 2), IN("pi", EVT_I32, 2), OUT("next", EVT_I32, 1)}, evt_tile_argmax_final, "tiles/llm.cuh", 128, 0, 0, 0},
-    {"l2_prefetch", "a hint that writes nothing: share p of grid[0] of the bytes of W0 .. W(n-1) pulled into L2", 6,
-     {IN("W0", EVT_BF16, 2), IN("W1", EVT_BF16, 2), IN("W2", EVT_BF16, 2), IN("W3", EVT_BF16, 2), IN("W4", EVT_BF16, 2), INT("n")},
-     evt_tile_l2_prefetch, "tiles/llm.cuh", 32, 0, 0, 0},
 };
 #define NBUILTIN ((int)(sizeof builtins / sizeof builtins[0]))
 

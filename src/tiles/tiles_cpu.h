@@ -30,5 +30,4 @@ void evt_tile_attn_merge(const evt_task_args *a);
 void evt_tile_attn_merge_group(const evt_task_args *a);
 void evt_tile_argmax_part(const evt_task_args *a);
 void evt_tile_argmax_final(const evt_task_args *a);
-void evt_tile_l2_prefetch(const evt_task_args *a);
 #endif

@@ -15,9 +15,7 @@
 # hook) run the register path (batch 40: the GEMV units that hold every
 # batch row; 100: two passes of 64 rows); --no-records runs the static schedule with
 # its maps evaluated on the device (no task records, launch tables in
-# global memory); --l2-prefetch adds the l2_prefetch calls beside attention
-# (batch 1: the only batch these configs leave 16 workers idle). Prints
-# "N passed, N failed".
+# global memory). Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp/evt-decode-check}/decode_check
@@ -53,7 +51,5 @@ run_case mid-b40 tests/gpu/qwen3-mid.json 40 33 2
 run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
 run_case mid-b4-prefetch tests/gpu/qwen3-mid.json 4 64 2 --prefetch
 run_case mid-b6-norecords tests/gpu/qwen3-mid.json 6 64 2 --no-records
-run_case tiny-b1-l2prefetch examples/qwen3-tiny.json 1 32 3 --l2-prefetch 40
-run_case mid-b1-l2prefetch tests/gpu/qwen3-mid.json 1 64 2 --l2-prefetch 40
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
