@@ -67,9 +67,10 @@ static void examples_compile_for_cuda(void **state)
 }
 
 /* The weight stream is opt-in (evt_compile_opts.stream_weights): without it
- * the tiny Qwen3 step's kernel (GEMV calls annotated prefetch) has no
- * producer warp; with it every such call dispatches to its streamed tile, the producer has a plan
- * for each, and the kernel compiles. */
+ * the tiny Qwen3 step's kernel (GEMV calls annotated prefetch) runs their L2
+ * prefetch hooks and has no pump; with it every such call takes its rows
+ * from the pump (evt_stream_take), runs no hook, the runtime is told how
+ * many calls stream, and the kernel compiles. */
 static char *tiny_qwen3_cuda(int stream)
 {
     evt_diag d;
@@ -105,14 +106,17 @@ static void weight_stream_is_opt_in(void **state)
     (void)state;
     char *plain = tiny_qwen3_cuda(0), *streamed = tiny_qwen3_cuda(1);
     assert_null(strstr(plain, "#define EVT_STREAM 1"));
-    assert_int_equal(count(plain, "_streamed_cuda"), 0);
+    assert_int_equal(count(plain, "evt_stream_take"), 0);
+    assert_true(count(plain, "_prefetch_cuda(A)") >= 3);
+    assert_non_null(strstr(plain, "evt_stream_calls = 0;"));
     assert_non_null(strstr(streamed, "#define EVT_STREAM 1"));
-    /* qkv, o, up, down per layer and the LM head: each template dispatches
-       to its streamed tile and has a stream plan */
-    assert_true(count(streamed, "linear_streamed_cuda(&W->args)") >= 1);
-    assert_true(count(streamed, "linear_res_streamed_cuda(&W->args)") >= 1);
-    assert_true(count(streamed, "mlp_up_streamed_cuda(&W->args)") >= 1);
-    assert_true(count(streamed, "_stream_cuda(&A") + count(streamed, "_stream_cuda(A") >= 1);
+    /* qkv, o, up, down per layer and the LM head (linear, linear_res,
+       mlp_up templates): their rows from the pump, no hook; the other
+       templates none (their tasks never stream) */
+    assert_true(count(streamed, "evt_stream_take(") >= 3);
+    assert_int_equal(count(streamed, "evt_stream_take("), count(streamed, "A->stream = ") - count(streamed, "A->stream = 0;"));
+    assert_int_equal(count(streamed, "_prefetch_cuda(A)"), 0);
+    assert_null(strstr(streamed, "evt_stream_calls = 0;"));
     free(plain);
     if (!have_nvcc()) {
         print_message("nvcc not found: the streamed kernel is not compiled on this machine\n");

@@ -66,7 +66,8 @@ static int usage(const char *msg)
             "                [--argmax-per-tile]  (ablation: one argmax task per row and LM-head tile)\n"
             "                [--merge-per-group]  (ablation: one attention merge per row and kv group at every batch)\n"
             "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
-            "                [--stream]           (GEMV weights through the weight stream, CUDA: docs/runtime.md)\n"
+            "                [--stream]           (static workers copy their next GEMV weights into shared memory;\n"
+            "                                      CUDA, measured slower: docs/runtime.md)\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n");
     return 2;
 }
@@ -430,6 +431,8 @@ static int cmd_decode(cli *c)
                "%lld tasks/step, weights %.3f GB/step (%.1f GB/s)\n",
                c->model, c->batch, c->ctx, c->steps, evt_sched_name(c->run.sched), evt_backend_name(o.backend), r.ms_per_token,
                r.first_ms, (long long)r.ntasks, wb / 1e9, r.ms_per_token > 0 ? wb / 1e6 / r.ms_per_token : 0);
+        if (r.stream_ring_bytes)
+            printf("decode %s: weight stream: a %u KiB ring per worker\n", c->model, r.stream_ring_bytes / 1024);
         for (int k = 0; k < c->nalso; k++)
             printf("decode %s: batch %lld, %s schedule on %s: %.3f ms/token (%.3fx the %s schedule's time), "
                    "logits within %.2e of the %s schedule's, %lld next tokens differ\n",

@@ -98,6 +98,7 @@ typedef struct evt_decode_result {
     int64_t steps_checked; /* steps compared with the reference (check) */
     int check_failed;
     int64_t ntasks;
+    unsigned stream_ring_bytes; /* GPU: the weight stream's ring per worker (0: the GEMVs read global memory) */
     double also_ms[EVT_DECODE_MAX_ALSO];      /* ms/token of each `also` schedule */
     double also_logit_err[EVT_DECODE_MAX_ALSO]; /* max |logit - main| / max |main logit| */
     int64_t also_next_diff[EVT_DECODE_MAX_ALSO]; /* next tokens that differ from the main schedule's */

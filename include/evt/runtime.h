@@ -95,6 +95,7 @@ typedef struct evt_run_stats {
     int64_t ntasks;            /* tasks at this shape */
     int bucket_used;           /* static: a bucket schedule served this shape */
     int cache_hit;
+    unsigned stream_ring_bytes;/* GPU: the weight stream's ring per worker in this launch (0: none) */
 } evt_run_stats;
 
 evt_status evt_module_run(evt_module *m, const int64_t *sym, evt_buffers *b, const evt_run_opts *o,

@@ -33,6 +33,17 @@ typedef struct evt_tile_param {
 
 typedef void (*evt_tile_cpu_fn)(const evt_task_args *a);
 
+/* The weight stream's band of one task: rows [row0, row0 + nrows) of the
+ * row-major matrices passed as parameters param[0] and param[1] (-1: one
+ * matrix), pitch bytes per row (a multiple of 16). */
+typedef struct evt_stream_band {
+    int param[2];
+    int64_t row0, nrows, pitch;
+} evt_stream_band;
+/* Fills *band for a task (its arguments at the bound shape; tensor pointers
+ * are not set) and returns 1, or 0 when the task does not stream. */
+typedef int (*evt_tile_stream_fn)(const evt_task_args *a, evt_stream_band *band);
+
 typedef struct evt_tile_decl {
     const char *name;
     const char *doc;            /* one line: what one task computes */
@@ -45,11 +56,12 @@ typedef struct evt_tile_decl {
                                    largest of the program's operators and of EVT_TILES_DYN_SMEM) */
     int has_prefetch;           /* CUDA: <name>_prefetch_cuda(args) exists; the worker's leader
                                    (one thread) runs it before the task's waits */
-    unsigned stream_params;     /* CUDA: bit i set when parameter i is streamed: then
-                                   int <name>_stream_cuda(args, evt_stream_plan *) exists and plans the
-                                   task's reads of those tensors for the worker's weight stream
-                                   (src/device/evt_stream.h). A call annotated `prefetch` streams when
-                                   those tensors are weights or inputs (nothing in a launch writes them) */
+    unsigned stream_params;     /* CUDA: bit i set when parameter i may be streamed (a call annotated
+                                   `prefetch` streams when those tensors are weights or inputs: nothing
+                                   in a launch writes them); stream_plan says which rows a task reads */
+    evt_tile_stream_fn stream_plan; /* the band of rows a task reads (host, at bind time), and
+                                   <name>_cuda reads the leading args->stream rows of it from shared
+                                   memory (the weight stream: src/device/evt_stream.h, docs/tile-abi.md) */
 } evt_tile_decl;
 
 /* Looks an operator up by name among the built-ins and user-registered ones. */

@@ -28,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 10
+#define EVT_ABI_VERSION 11
 
 /* Task records: what a static queue entry's task needs before its tile,
  * resolved on the host at bind time for the bound shape, so that the
@@ -49,6 +49,19 @@ typedef struct evt_task_rec {
     int32_t elem[EVT_REC_ELEMS];      /* absolute counter indices: the waits (complete-from-start ones left
                                          out), then the notifies (one +1 each, repeats allowed) */
 } evt_task_rec;
+
+/* Weight-stream jobs (src/device/evt_stream.h): for each static worker, in
+ * queue order, the band of weight rows each of its streaming tasks reads,
+ * resolved on the host at bind time (src/runtime/bind_stream.c), so that
+ * the worker's leader only reads a 32-byte job to copy a band. */
+typedef struct evt_stream_job {
+    int32_t entry;      /* the queue entry (index into q) whose task reads the band */
+    int32_t issue_at;   /* the first queue entry whose pump may issue the copy */
+    int32_t tensor[2];  /* the matrices' tensor ids (tensor[1] < 0: one matrix) */
+    int32_t nrows;      /* rows of the band */
+    int32_t pitch;      /* bytes per row (a multiple of 16) */
+    int64_t row0;       /* its first row */
+} evt_stream_job;
 
 /* KBK: one launch per call (kernel by kernel): waits and notifies are no-ops,
  * the kernel boundary orders the calls. HYBRID: workers [0, nstatic) run
@@ -151,6 +164,10 @@ typedef struct evt_ctx {
     void *const *tile_fns;       /* CPU target: C tile functions by op index */
     int32_t early_push;          /* dynamic: push consumers when producers are dispatched */
     int32_t pop_batch;           /* dynamic: tickets taken per fetch-add (>= 1) */
+    uint32_t stream_ring_off;    /* GPU, weight stream: the ring's byte offset in dynamic shared memory */
+    uint32_t stream_ring_bytes;  /*   and its size; 0: no task streams in this launch (evt_stream.h) */
+    const evt_stream_job *sjob;  /* NULL, or the static workers' stream jobs, worker by worker */
+    const int64_t *sjob_off;     /*   [static workers + 1]: worker w's are [sjob_off[w], sjob_off[w + 1]) */
 } evt_ctx;
 
 #endif

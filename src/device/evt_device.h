@@ -181,19 +181,6 @@ typedef struct evt_worker {
 
 EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_flag) != 0; }
 
-/* Does this worker's producer stream the weights of its streaming calls?
- * (evt_stream.h: static and kernel-by-kernel workers, hybrid's static ones;
- * a dynamic worker does not know its next task.) */
-EVT_DEV int evt_worker_streams(const evt_ctx *C, int worker_id)
-{
-#if defined(__CUDACC__) && EVT_STREAM
-    return C->mode == EVT_MODE_STATIC || C->mode == EVT_MODE_KBK || (C->mode == EVT_MODE_HYBRID && worker_id < C->nstatic);
-#else
-    (void)C; (void)worker_id;
-    return 0;
-#endif
-}
-
 /* Records the first error and raises the abort flag every spinner polls. */
 EVT_PROTO void evt_raise(const evt_ctx *C, int kind, int worker, int call, int event,
                        int64_t task, int64_t elem, int64_t observed, int64_t target)

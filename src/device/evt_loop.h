@@ -81,6 +81,40 @@ EVT_DEV void evt_run_entry(const evt_ctx *C, evt_worker *W, int64_t k, int64_t k
     evt_dispatch(C, W, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext, R);
 }
 
+/* The weight stream (CUDA, evt_stream.h): the leader finds its jobs, pumps
+ * before each entry (retires finished slots, places the next jobs' weights,
+ * which the issuer thread copies) and, after the last entry, waits for every
+ * copy in flight. Nothing without the stream. */
+#if defined(__CUDACC__) && EVT_STREAM
+#define EVT_STREAM_START(C, W) do { if (EVT_LEADER) evt_stream_start(C, (W)->id); } while (0)
+#if EVT_STREAM_LDGSTS /* warps 1.. copy what the pump placed, after a barrier */
+#define EVT_STREAM_PUMP(C, k)                                                                                          \
+    do {                                                                                                               \
+        if ((C)->stream_ring_bytes) {                                                                                  \
+            if (EVT_LEADER) evt_stream_pump(C, k);                                                                     \
+            EVT_SYNC();                                                                                                \
+            if (threadIdx.x >= 32) evt_stream_copy_pending(C);                                                         \
+        }                                                                                                              \
+    } while (0)
+#elif EVT_STREAM_ISSUER == 0
+#define EVT_STREAM_PUMP(C, k) do { if (EVT_LEADER && (C)->stream_ring_bytes) evt_stream_pump(C, k); } while (0)
+#else /* the issuer copies what the pump placed, after a barrier (the block's threads are idle there) */
+#define EVT_STREAM_PUMP(C, k)                                                                                          \
+    do {                                                                                                               \
+        if ((C)->stream_ring_bytes) {                                                                                  \
+            if (EVT_LEADER) evt_stream_pump(C, k);                                                                     \
+            EVT_SYNC();                                                                                                \
+            if ((int)threadIdx.x == (EVT_STREAM_ISSUER < (int)blockDim.x ? EVT_STREAM_ISSUER : 0)) evt_stream_issue_pending(C); \
+        }                                                                                                              \
+    } while (0)
+#endif
+#define EVT_STREAM_DRAIN() do { if (EVT_LEADER) evt_stream_drain(); } while (0)
+#else
+#define EVT_STREAM_START(C, W) ((void)0)
+#define EVT_STREAM_PUMP(C, k) ((void)0)
+#define EVT_STREAM_DRAIN() ((void)0)
+#endif
+
 EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
 {
     /* No barrier between tasks: a dispatch's leader writes the broadcast
@@ -88,7 +122,12 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
        passed after reading them. An aborted launch skips its remaining tasks
        at their first wait check. (Hybrid static workers: evt_run_static_hybrid.) */
     int64_t k0 = EVT_RO(C->q_off[W->id]), k1 = EVT_RO(C->q_off[W->id + 1]);
-    for (int64_t k = k0; k < k1; k++) evt_run_entry(C, W, k, k0, k1);
+    EVT_STREAM_START(C, W);
+    for (int64_t k = k0; k < k1; k++) {
+        EVT_STREAM_PUMP(C, k);
+        evt_run_entry(C, W, k, k0, k1);
+    }
+    EVT_STREAM_DRAIN();
 }
 
 /* Hybrid mode, static workers: the same queue walk; completions may credit
@@ -96,11 +135,14 @@ EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
 EVT_NOINLINE void evt_run_static_hybrid(const evt_ctx *C, evt_worker *W)
 {
     int64_t k0 = EVT_RO(C->q_off[W->id]), k1 = EVT_RO(C->q_off[W->id + 1]);
+    EVT_STREAM_START(C, W);
     for (int64_t k = k0; k < k1; k++) {
+        EVT_STREAM_PUMP(C, k);
         evt_run_entry(C, W, k, k0, k1);
         EVT_SYNC();
         evt_fan_out(C, W);
     }
+    EVT_STREAM_DRAIN();
     if (EVT_LEADER) {
         W->completed += (int32_t)(k1 - k0);
         evt_flush_completions(C, W);
@@ -150,54 +192,6 @@ EVT_DEV void evt_run_call(const evt_ctx *C, evt_worker *W, int call, int64_t fir
     int64_t n = C->task_base[call + 1] - C->task_base[call];
     for (int64_t lin = first; lin < n; lin += stride) evt_dispatch(C, W, call, lin, C->ext, NULL);
 }
-
-#if defined(__CUDACC__) && EVT_STREAM
-/* ---- the weight stream's producer (the block's last warp) ---- */
-
-/* One task: its plan (lane 0 builds it in shared memory), then its chunks.
- * Returns false once the launch is aborted. */
-EVT_DEV bool evt_stream_task(const evt_ctx *C, int call, int64_t lin, const int64_t *qext)
-{
-    evt_stream_state *S = &evt_stream_s;
-    int n = 0;
-    if ((threadIdx.x & 31) == 0) n = evt_stream_plan_of(C, NULL, call, lin, qext, &S->args, &S->plan);
-    n = __shfl_sync(0xffffffffu, n, 0);
-    __syncwarp();
-    return n == 0 || evt_stream_put();
-}
-
-/* Walks the tasks this worker will run, in the order it runs them, and
- * streams their weights: its static queue (static; hybrid workers below
- * nstatic), or its share of call kbk_call (kernel by kernel). Dynamic
- * workers do not know their next task: their tiles read weights directly. */
-EVT_NOINLINE void evt_stream_produce(const evt_ctx *C, int kbk_call)
-{
-    int id = (int)blockIdx.x;
-    if (kbk_call >= 0) {
-        int64_t n = C->task_base[kbk_call + 1] - C->task_base[kbk_call];
-        for (int64_t lin = id; lin < n; lin += gridDim.x)
-            if (!evt_stream_task(C, kbk_call, lin, C->ext)) break;
-    } else if (evt_worker_streams(C, id)) { /* its static queue */
-        int64_t k0 = EVT_RO(C->q_off[id]), k1 = EVT_RO(C->q_off[id + 1]);
-        for (int64_t k = k0; k < k1; k++) {
-            uint32_t e = EVT_RO(C->q[k]);
-            if (!evt_stream_task(C, (int)(e >> EVT_QCALL_SHIFT), (int64_t)(e & EVT_QINDEX_MASK), C->qext)) break;
-        }
-    }
-    evt_stream_drain();
-}
-
-/* Every thread of the block at its end: the producer and the workers meet
- * (a named barrier: they come from different code), and a worker that ran
- * to completion must have consumed every chunk its producer issued. */
-EVT_DEV void evt_stream_finish(const evt_ctx *C)
-{
-    asm volatile("bar.sync 2, %0;" ::"r"((int)blockDim.x) : "memory");
-    evt_stream_state *S = &evt_stream_s;
-    if (threadIdx.x == 0 && (S->stalled || S->head != S->issued) && !evt_aborted(C))
-        evt_raise(C, EVT_KERR_STREAM, (int)blockIdx.x, -1, -1, -1, S->stalled ? 0 : -1, S->head, S->issued);
-}
-#endif
 
 /* Entry point of every worker (a block on the GPU, a thread on the CPU). */
 EVT_DEV void evt_worker_main(const evt_ctx *C, evt_worker *W, int worker_id)

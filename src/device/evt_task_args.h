@@ -29,9 +29,11 @@ typedef struct evt_task_args {
     evt_tensor_ref t[EVT_ABI_MAX_TENSORS];
     int64_t iarg[EVT_ABI_MAX_INTS];
     int32_t ntensors, nints;
-    int32_t stream;                  /* CUDA: 1 when the task's weights arrive through the worker's
-                                        weight stream (src/device/evt_stream.h); else 0 */
-    int32_t reserved;
+    int32_t stream;                  /* CUDA: how many leading rows of the task's weight band the
+                                        worker's weight stream put in shared memory (0: none;
+                                        src/device/evt_stream.h) */
+    int32_t stream_at;               /* CUDA: where they lie and which barrier they complete on
+                                        (EVT_STREAM_AT); 0 when stream is 0 */
 } evt_task_args;
 
 #endif

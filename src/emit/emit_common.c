@@ -205,9 +205,10 @@ static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
     evt_pr(o, "        }\n    }\n    EVT_SYNC();\n}\n\n");
 }
 
-/* Builds the task's arguments into `into` (v[] and X decoded). `worker` and
- * `stream` are the expressions printed for A->worker and A->stream. */
-static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *t, const char *worker, const char *stream)
+/* Builds the task's arguments into `into` (v[] and X decoded). `worker` is
+ * the expression printed for A->worker; `streams`: A->stream and
+ * A->stream_at come from the weight stream's pump (evt_stream_take), else 0. */
+static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *t, const char *worker, int streams)
 {
     evt_pr(o, "        evt_task_args *A = &%s;\n        A->ncoord = %d; A->worker = %s;\n", into, c->rank, worker);
     evt_pr(o, "        for (int k = 0; k < 4; k++) { A->coord[k] = k < %d ? v[k] : 0; A->grid[k] = X[k]; }\n", c->rank);
@@ -223,7 +224,9 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
             evt_pr(o, ";\n");
         }
     }
-    evt_pr(o, "        A->ntensors = %d; A->nints = %d; A->stream = %s;\n", nt, ni, stream);
+    evt_pr(o, "        A->ntensors = %d; A->nints = %d;\n", nt, ni);
+    if (streams) evt_pr(o, "        A->stream = evt_stream_take((uint32_t *)&A->stream_at); /* rows the pump put in shared memory */\n");
+    else evt_pr(o, "        A->stream = 0; A->stream_at = 0;\n");
 }
 
 /* Opens the function body: v[] and X, the bound grid extents of call c. */
@@ -242,19 +245,6 @@ static void decode_guard(evt_printer *o, const evt_call *c, ids *t, const char *
     evt_pr(o, "    if (");
     for (int k = 0; k < c->rank; k++) evt_pr(o, "%sv[%d] >= X[%d]", k ? " || " : "", k, k);
     evt_pr(o, ") %s; /* guard: outside the bound shape */\n", ret);
-}
-
-/* The weight-stream plan of one task of call c (CUDA, streaming calls): the
- * producer warp calls it for the tasks its worker will run (evt_loop.h).
- * Decodes and guards the task as the dispatch does, builds its arguments
- * into *SA and asks the operator for its plan; 0 = nothing to stream. */
-static void emit_plan_body(evt_printer *o, const evt_call *c, const evt_tile_decl *decl, ids *t)
-{
-    open_body(o, c, t);
-    decode_guard(o, c, t, "return 0");
-    evt_pr(o, "    {\n");
-    emit_args(o, c, "*SA", t, "(int)blockIdx.x", "1");
-    evt_pr(o, "        (void)W;\n        return %s_stream_cuda(A, P);\n    }\n}\n\n", decl->name);
 }
 
 /* Waits for the batched waits so far (evt_wait_flush orders the task's
@@ -291,10 +281,11 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     evt_pr(o, "    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        W->task = task;\n        W->skip = 0;\n");
     /* the task's arguments, built once by the leader in the worker's
        (shared) state; every thread reads them after the barrier */
-    emit_args(o, c, "W->args", t, "W->id", tgt == EVT_TARGET_CUDA && cp->streams ? "evt_worker_streams(C, W->id)" : "0");
+    emit_args(o, c, "W->args", t, "W->id", tgt == EVT_TARGET_CUDA && cp->streams);
     /* the leader runs the hook alone (warp 0 running it measured 0.7%
-       slower per qwen3-0.6b token: two warp barriers on every GEMV task) */
-    if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA)
+       slower per qwen3-0.6b token: two warp barriers on every GEMV task);
+       a streaming call's weights come through the stream instead */
+    if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA && !cp->streams)
         evt_pr(o, "        %s_prefetch_cuda(A); /* weights do not depend on the waits */\n", decl->name);
     /* early push: announce this task's static notifies at dispatch */
     int early = 0;
@@ -367,8 +358,6 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     evt_pr(o, "    evt_trace_start(C, W, task);\n");
     if (tgt == EVT_TARGET_C)
         evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&W->args);\n", cp->op_index);
-    else if (cp->streams) /* the streamed tile; the plain one when the task's plan streams nothing */
-        evt_pr(o, "    if (!W->args.stream || !%s_streamed_cuda(&W->args)) %s_cuda(&W->args);\n", decl->name, decl->name);
     else
         evt_pr(o, "    %s_cuda(&W->args);\n", decl ? decl->name : c->op);
     evt_pr(o, "    EVT_SYNC();\n    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
@@ -418,18 +407,16 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
 }
 
 /* One function per distinct call body; calls[i] -> template tpl[i] and its
- * id row (offset off[i] in one constant table). A streaming call's template
- * has a second function, its weight-stream plan (evt_spl_N), on the same ids. */
+ * id row (offset off[i] in one constant table). */
 static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
 {
     const evt_graph *g = p->g;
     int nc = g->ncalls, ntpl = 0;
     char **bodies = calloc(nc + 1, sizeof *bodies);
     int *tpl = calloc(nc + 1, sizeof *tpl), *off = calloc(nc + 2, sizeof *off), *rows = NULL, nrows = 0;
-    int *tpl_streams = calloc(nc + 1, sizeof *tpl_streams);
     ids *t = calloc(1, sizeof *t);
-    if (!bodies || !tpl || !off || !t || !tpl_streams) {
-        free(bodies); free(tpl); free(off); free(t); free(tpl_streams);
+    if (!bodies || !tpl || !off || !t) {
+        free(bodies); free(tpl); free(off); free(t);
         return;
     }
     for (int c = 0; c < nc; c++) {
@@ -437,21 +424,14 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
         t->slots = 1;
         evt_printer b = {0};
         emit_call_body(&b, p, g->calls[c], tgt, t);
-        int streams = tgt == EVT_TARGET_CUDA && p->call[c].streams;
-        size_t split = b.len;
-        if (streams) emit_plan_body(&b, g->calls[c], p->call[c].decl, t);
         int found = -1;
         for (int k = 0; k < ntpl && found < 0; k++) if (!strcmp(bodies[k], b.buf)) found = k;
         if (found < 0) {
             found = ntpl;
-            bodies[ntpl] = b.buf;
-            tpl_streams[ntpl++] = streams;
+            bodies[ntpl++] = b.buf;
             evt_pr(o, "/* template %d: first used by call %s = %s */\n", found, g->calls[c]->name, g->calls[c]->op);
             evt_pr(o, "EVT_NOINLINE void evt_tpl_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
-                      "const int32_t *I, const evt_task_rec *R)\n%.*s", found, (int)split, b.buf);
-            if (streams)
-                evt_pr(o, "EVT_NOINLINE int evt_spl_%d(const evt_ctx *C, evt_worker *W, int64_t lin, const int64_t *qext, "
-                          "const int32_t *I, evt_task_args *SA, evt_stream_plan *P)\n%s", found, b.buf + split);
+                      "const int32_t *I, const evt_task_rec *R)\n%s", found, b.buf);
         } else {
             evt_pr_free(&b);
         }
@@ -474,17 +454,8 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
     for (int c = 0; c < nc; c++)
         evt_pr(o, "    case %d: evt_tpl_%d(C, W, lin, qext, ids + %d, R); break;\n", c, tpl[c], off[c]);
     evt_pr(o, "    default: break;\n    }\n}\n\n");
-    if (tgt == EVT_TARGET_CUDA && p->nstreams) {
-        evt_pr(o, "/* The weight-stream plan of task lin of a call (0: the call does not stream). */\n");
-        evt_pr(o, "EVT_DEV int evt_stream_plan_of(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext, "
-                  "evt_task_args *SA, evt_stream_plan *P)\n{\n    switch (call) {\n");
-        for (int c = 0; c < nc; c++)
-            if (tpl_streams[tpl[c]])
-                evt_pr(o, "    case %d: return evt_spl_%d(C, W, lin, qext, evt_call_ids + %d, SA, P);\n", c, tpl[c], off[c]);
-        evt_pr(o, "    default: return 0;\n    }\n}\n\n");
-    }
     for (int k = 0; k < ntpl; k++) free(bodies[k]);
-    free(bodies); free(tpl); free(off); free(rows); free(t); free(tpl_streams);
+    free(bodies); free(tpl); free(off); free(rows); free(t);
 }
 
 /* evt_arm / evt_trig: by event id, for the templates */
@@ -506,12 +477,8 @@ evt_status evt_emit_program(const evt_plan *p, evt_printer *o, evt_target tgt, e
     evt_pr(o, "/* Generated by evtc: the persistent megakernel of one Event Tensor program.\n");
     evt_pr(o, " * %d calls, %d events, %d tensors. Do not edit; regenerate. */\n", g->ncalls, g->nevents, g->ntensors);
     evt_pr(o, "#define EVT_INPUT_ARMING %d /* the launch arms data-dependent events first */\n", p->narm_inputs > 0);
-    if (tgt == EVT_TARGET_CUDA && p->nstreams) {
-        /* the weight stream: a producer warp per worker and a ring of slots
-           in dynamic shared memory after the operators' own */
+    if (tgt == EVT_TARGET_CUDA && p->nstreams) /* the weight stream: the leaders' pumps and a ring in dynamic shared memory */
         evt_pr(o, "#define EVT_STREAM 1 /* %d calls stream their weights (device/evt_stream.h) */\n", p->nstreams);
-        evt_pr(o, "#define EVT_STREAM_RING_OFFSET %d\n", evt_emit_tile_smem(p));
-    }
     evt_pr(o, "#include \"device/evt_device.h\"\n");
     if (tgt == EVT_TARGET_CUDA) evt_pr(o, "#include \"device/evt_stream.h\"\n");
     if (tgt == EVT_TARGET_CUDA) {

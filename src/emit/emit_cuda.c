@@ -1,10 +1,9 @@
 /* emit_cuda.c — the GPU target: the shared generated code plus a
  * __global__ persistent kernel; one block per worker, launched cooperatively
  * by the CUDA runtime (src/runtime/cuda.c). With the weight stream
- * (EVT_STREAM) the block's last warp is the stream's producer
- * (src/device/evt_stream.h), which runs beside the worker's loop; the tiles
- * get the others (a ninth warp would put three warps on one of the SM's
- * four schedulers and cap every thread at 168 registers: the tiles spill). */
+ * (EVT_STREAM, src/device/evt_stream.h) the leader of a static worker copies
+ * its next tasks' weights into a ring of dynamic shared memory, which the
+ * runtime places after the tiles' own and the launch tables. */
 #include "emit/emit.h"
 
 int evt_emit_tile_smem(const evt_plan *p)
@@ -16,11 +15,11 @@ int evt_emit_tile_smem(const evt_plan *p)
 }
 
 /* The entry's common parts: stream set-up before the block's first barrier;
-   the producer warp leaves for its loop; the end, where both meet again. */
+   at the end, a stalled copy is reported. */
 static void emit_entry_begin(evt_printer *out, const char *ctx)
 {
-    evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x == 0) evt_stream_init(%s, evt_tile_threads() / 32);\n#endif\n", ctx);
-    evt_pr(out, "    EVT_TILES_WORKER_BEGIN();\n    __syncthreads(); /* every thread of the block, the producer too */\n");
+    evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x == 0) evt_stream_init(%s);\n#endif\n", ctx);
+    evt_pr(out, "    EVT_TILES_WORKER_BEGIN();\n    __syncthreads();\n");
 }
 static void emit_entry_end(evt_printer *out, const char *ctx)
 {
@@ -40,15 +39,13 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
                 "#define EVT_LAUNCH_BOUNDS __launch_bounds__(EVT_BLOCK_THREADS)\n#endif\n");
     /* dynamic shared memory per block: the tile headers' need
        (EVT_TILES_DYN_SMEM) or the largest smem_bytes of the program's
-       operators, then the weight stream's ring; the runtime reads both */
+       operators; the runtime reads it, adds the launch tables and, when a
+       call streams (evt_stream_calls), the weight stream's ring */
     int tile_smem = evt_emit_tile_smem(p);
     evt_pr(out, "#ifndef EVT_TILES_DYN_SMEM\n#define EVT_TILES_DYN_SMEM 0\n#endif\n");
     evt_pr(out, "#define EVT_TILE_SMEM (EVT_TILES_DYN_SMEM > %d ? EVT_TILES_DYN_SMEM : %d)\n", tile_smem, tile_smem);
-    evt_pr(out, "#if EVT_STREAM\nstatic_assert(EVT_TILE_SMEM <= EVT_STREAM_RING_OFFSET, \"a tile header's EVT_TILES_DYN_SMEM "
-                "overlaps the weight stream's ring: declare it as the operator's smem_bytes\");\n");
-    evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_STREAM_RING_OFFSET + EVT_STREAM_RING_BYTES;\n#else\n");
-    evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_TILE_SMEM;\n#endif\n");
-    evt_pr(out, "extern \"C\" __device__ unsigned evt_tile_smem_bytes = EVT_TILE_SMEM; /* calls that do not stream */\n");
+    evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_TILE_SMEM;\n");
+    evt_pr(out, "extern \"C\" __device__ unsigned evt_stream_calls = %d; /* calls that stream their weights */\n", p->nstreams);
     /* the launch tables the persistent kernel copies into shared memory
        (evt_ctx.tables_in_smem): tensor references, grid extents, id rows */
     evt_pr(out, "#define EVT_TABLE_TENSOR_BYTES (%d * sizeof(evt_tensor_ref))\n#define EVT_TABLE_EXT_BYTES (%d * 4 * sizeof(int64_t))\n",
@@ -79,14 +76,12 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
     evt_pr(out, "            Cs.ids = (const int32_t *)(t + EVT_TABLE_TENSOR_BYTES + EVT_TABLE_EXT_BYTES);\n        }\n    }\n");
     evt_pr(out, "#ifdef EVT_CTX_IN_GLOBAL /* ablation */\n    const evt_ctx *Cw = C;\n#else\n    const evt_ctx *Cw = &Cs;\n#endif\n");
     emit_entry_begin(out, "Cw");
-    evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x >= evt_tile_threads()) evt_stream_produce(Cw, -1);\n    else\n#endif\n");
     evt_pr(out, "    evt_worker_main(Cw, &W, (int)blockIdx.x);\n");
     emit_entry_end(out, "Cw");
     evt_pr(out, "/* Kernel-by-kernel entry: one ordinary launch per call, a block per task. */\n");
     evt_pr(out, "extern \"C\" __global__ void EVT_LAUNCH_BOUNDS evt_call_kernel(const evt_ctx *C, int call)\n{\n");
     evt_pr(out, "    __shared__ evt_worker W;\n    if (EVT_LEADER) { W.id = (int)blockIdx.x; W.task = -1; W.nfan = 0; W.rng = 1; }\n");
     emit_entry_begin(out, "C");
-    evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x >= evt_tile_threads()) evt_stream_produce(C, call);\n    else\n#endif\n");
     evt_pr(out, "    evt_run_call(C, &W, call, blockIdx.x, gridDim.x);\n");
     emit_entry_end(out, "C");
     evt_pr(out, "extern \"C\" __global__ void evt_abi_probe(int *out) { *out = %d; }\n", EVT_ABI_VERSION);

@@ -230,6 +230,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         evt_run_stats rs;
         if ((st = evt_module_run(m, sym, b, &o->run, &rs, d))) goto out;
         r->ntasks = rs.ntasks;
+        r->stream_ring_bytes = rs.stream_ring_bytes;
         if (s == 0) r->first_ms = rs.launch_ms;
         else sum += rs.launch_ms;
         memcpy(tokens + s * o->batch, evt_buffers_data(b, tensor_id(mg, "next"), NULL), o->batch * sizeof(int32_t));

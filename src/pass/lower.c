@@ -69,7 +69,9 @@ static evt_status find_armers(evt_plan *p, evt_diag *d)
 int evt_call_streams(const evt_plan *p, const evt_call *c)
 {
     const evt_call_plan *cp = &p->call[c->id];
-    if (!p->stream_weights || !c->prefetch || !cp->decl || !cp->decl->stream_params || cp->trigger_edge >= 0) return 0;
+    if (!p->stream_weights || !c->prefetch || !cp->decl || !cp->decl->stream_params || !cp->decl->stream_plan ||
+        cp->trigger_edge >= 0)
+        return 0;
     for (int i = 0; i < c->nargs && i < (int)(8 * sizeof cp->decl->stream_params); i++) {
         if (!(cp->decl->stream_params >> i & 1u)) continue;
         const evt_arg *a = &c->args[i];

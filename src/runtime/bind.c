@@ -154,6 +154,7 @@ static evt_status bind_static(const evt_plan *p, const int64_t *sym, int nworker
         st = evt_schedule_verify(p, sym, &b->q, d); /* restriction to the actual shape */
     }
     if (!st) st = evt_bind_records(p, b);
+    if (!st) st = evt_bind_stream_jobs(p, b);
     free(bsym);
     return st;
 }
@@ -260,6 +261,7 @@ void evt_bound_free(evt_bound *b)
     evt_shape_free(&b->s);
     evt_static_sched_free(&b->q);
     free(b->target); free(b->cons_off); free(b->cons); free(b->pend_target); free(b->seeds); free(b->rec); free(b->trec);
+    free(b->sjob); free(b->sjob_off);
     memset(b, 0, sizeof *b);
 }
 
@@ -272,6 +274,7 @@ size_t evt_bound_bytes(const evt_bound *b)
     n += (b->q.q_off ? ((size_t)b->q.nworkers + 1 + calls * 4) * sizeof(int64_t) : 0) + nq * sizeof(uint32_t);
     n += b->rec ? nq * sizeof(evt_task_rec) : 0;
     n += b->trec ? nt * sizeof(evt_task_rec) : 0;
+    n += b->sjob_off ? ((size_t)b->q.nworkers + 1) * sizeof(int64_t) + (size_t)b->sjob_off[b->q.nworkers] * sizeof(evt_stream_job) : 0;
     n += b->cons_off ? (nc + 1) * sizeof(int64_t) + (size_t)b->cons_off[nc] * sizeof(int32_t) : 0;
     n += (b->pend_target ? nt * sizeof(int32_t) : 0) + (b->seeds ? nt * sizeof(int32_t) : 0);
     return n;
@@ -291,6 +294,7 @@ void evt_bound_fill_ctx(const evt_bound *b, evt_ctx *C)
             : b->sched == EVT_SCHED_HYBRID ? EVT_MODE_HYBRID : EVT_MODE_STATIC;
     C->nstatic = b->nstatic;
     C->q_off = b->q.q_off; C->q = b->q.q; C->qext = b->q.ext; C->rec = b->rec; C->trec = b->trec;
+    C->sjob = b->sjob; C->sjob_off = b->sjob_off;
     C->cons_off = b->cons_off; C->cons = b->cons; C->pend_target = b->pend_target;
     C->seeds = b->seeds; C->nseeds = b->nseeds;
     C->state_len = b->state_len;

@@ -20,6 +20,8 @@ typedef struct evt_bound {
     evt_static_sched q;
     evt_task_rec *rec;        /* [q.q_off[q.nworkers]] task records of the queue entries (bind_records.c) */
     evt_task_rec *trec;       /* dynamic, hybrid: [s.ntasks] every task's record by global id */
+    evt_stream_job *sjob;     /* weight stream: the static workers' jobs (bind_stream.c), or NULL */
+    int64_t *sjob_off;        /*   [q.nworkers + 1] */
     int bucket_used;
     /* dynamic */
     int64_t *cons_off;        /* [ncounters+1] */
@@ -44,6 +46,9 @@ size_t evt_bound_bytes(const evt_bound *b);
  * (bind_records.c; none when the shape's numbers do not fit 32 bits). */
 evt_status evt_bind_records(const evt_plan *p, evt_bound *b);
 evt_status evt_bind_task_records(const evt_plan *p, const uint8_t *dyn, evt_bound *b);
+/* The weight stream's jobs of b's static queues (bind_stream.c; none when
+ * no call streams). */
+evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b);
 /* Only the shape and the counter targets (the reference executor's needs). */
 evt_status evt_bind_targets(const evt_plan *p, const int64_t *sym, evt_bound *out, evt_diag *d);
 

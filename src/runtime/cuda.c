@@ -163,13 +163,19 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
     v->entry = fn;
     v->call_entry = call_fn;
     v->dyn_smem = dyn;
-    unsigned tile = dyn;
-    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_tile_smem_bytes") && gsz == sizeof tile &&
-        (r = evt_cuda_g.cu.MemcpyDtoH(&tile, gp, sizeof tile))) {
+    unsigned streams = 0;
+    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_stream_calls") && gsz == sizeof streams &&
+        (r = evt_cuda_g.cu.MemcpyDtoH(&streams, gp, sizeof streams))) {
         evt_cuda_g.cu.ModuleUnload(mod);
-        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_tile_smem_bytes", evt_cu_name(r));
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_stream_calls", evt_cu_name(r));
     }
-    v->tile_smem = tile;
+    v->stream_calls = streams;
+    int static_smem = 0;
+    if ((r = evt_cuda_g.cu.FuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn))) {
+        evt_cuda_g.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading the kernel's static shared memory", evt_cu_name(r));
+    }
+    v->static_smem = (unsigned)static_smem;
     /* the persistent kernel's copy of the launch tables (tensor references,
        grid extents, call id rows), after the tiles' and the ring's: read by
        every task's dispatch, so shared memory beats a chain of L2 round
@@ -183,6 +189,7 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
     if (tables && evt_cuda_g.cu.FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)(dyn + tables)))
         tables = 0;
     v->table_smem = tables;
+    v->dyn_attr = dyn + tables;
     return EVT_OK;
 }
 
@@ -233,6 +240,7 @@ typedef struct cuda_rt {
 typedef struct cuda_bound {
     CUdeviceptr blob;
     evt_ctx tmpl;          /* bound fields with device pointers */
+    unsigned launch_smem;  /* the persistent launch's dynamic shared memory (tiles, tables, weight-stream ring) */
     CUgraphExec graph;     /* graph schedule: the launches of every call, captured */
     CUdeviceptr graph_ctx; /* the ctx pointer baked into them */
     CUfunction graph_fn;
@@ -347,13 +355,15 @@ static evt_status upload_bound(evt_bind_entry *be, const evt_graph *g, evt_diag 
         {h.qext, h.qext ? g->ncalls * 4 * sizeof(int64_t) : 0, (const void **)&h.qext},
         {h.rec, h.rec && h.q_off ? (size_t)b->q.q_off[nq] * sizeof(evt_task_rec) : 0, (const void **)&h.rec},
         {h.trec, h.trec ? nt * sizeof(evt_task_rec) : 0, (const void **)&h.trec},
+        {h.sjob_off, h.sjob_off ? (nq + 1) * sizeof(int64_t) : 0, (const void **)&h.sjob_off},
+        {h.sjob, h.sjob && h.sjob_off ? (size_t)b->sjob_off[nq] * sizeof(evt_stream_job) : 0, (const void **)&h.sjob},
         {h.cons_off, h.cons_off ? (nc + 1) * sizeof(int64_t) : 0, (const void **)&h.cons_off},
         {h.cons, h.cons && h.cons_off ? (size_t)b->cons_off[nc] * sizeof(int32_t) : 0, (const void **)&h.cons},
         {h.pend_target, h.pend_target ? nt * sizeof(int32_t) : 0, (const void **)&h.pend_target},
         {h.seeds, h.seeds ? b->nseeds * sizeof(int32_t) : 0, (const void **)&h.seeds},
     };
     int np = (int)(sizeof part / sizeof part[0]);
-    size_t total = 0, off[16];
+    size_t total = 0, off[24];
     for (int i = 0; i < np; i++) { off[i] = total; total += (part[i].bytes + 15) / 16 * 16; }
     char *host = calloc(total + 16, 1);
     cuda_bound *cb = calloc(1, sizeof *cb);
@@ -419,6 +429,28 @@ static evt_status wait_stream(cuda_rt *rt, double bound_s, evt_diag *d)
     }
 }
 
+/* The weight stream's ring (evt_stream.h) for a persistent launch of
+ * nworkers blocks: static and hybrid schedules of a module with streaming
+ * calls. It lies after the tiles' dynamic shared memory and the launch tables
+ * and takes what is left of a block's share of the SM (at the launch's blocks
+ * per SM), at most $EVT_STREAM_RING bytes (default 192 KiB; 0: no ring).
+ * Returns its size (0: no ring) and its offset in *off. */
+static unsigned stream_ring(const evt_variant *v, evt_sched_kind sched, int nworkers, unsigned *off)
+{
+    *off = (v->dyn_smem + v->table_smem + 127) & ~127u;
+    if (!v->stream_calls || (sched != EVT_SCHED_STATIC && sched != EVT_SCHED_HYBRID) || nworkers < 1) return 0;
+    long cap = 192 * 1024;
+    const char *env = getenv("EVT_STREAM_RING");
+    if (env && *env) cap = strtol(env, NULL, 10);
+    int per_sm = (nworkers + evt_cuda_g.sms - 1) / evt_cuda_g.sms;
+    long block = evt_cuda_g.smem_per_sm / per_sm - evt_cuda_g.smem_reserved;
+    if (block > evt_cuda_g.smem_optin) block = evt_cuda_g.smem_optin;
+    long ring = block - (long)v->static_smem - (long)*off;
+    if (ring > cap) ring = cap;
+    ring &= ~127L;
+    return ring >= 8192 ? (unsigned)ring : 0; /* less holds too few rows to pay for the pump */
+}
+
 /* Everything up to (not including) the launch: runtime buffers, bound data,
  * tensors uploaded, ctx uploaded. Returns the device ctx pointer in *dctx. */
 static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *bufs, const evt_run_opts *o,
@@ -431,7 +463,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     const evt_bound *b = &be->b;
     if ((st = ensure_rt(m, g, b, d))) return st;
     cuda_rt *rt = m->rt;
-    *threads = block_threads(v->p); /* with the weight stream, its last warp is the producer */
+    *threads = block_threads(v->p);
     int per_sm = 0;
     CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, v->dyn_smem + v->table_smem));
     /* the request is what must fit (a static launch may start fewer workers) */
@@ -488,6 +520,14 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
        (--no-records, the ablation: tables in global, no task records) */
     C.tables_in_smem = v->table_smem && !o->computed_dispatch;
     C.tables_off = v->dyn_smem;
+    unsigned ring_off = 0, ring = stream_ring(v, b->sched, b->nworkers, &ring_off);
+    C.stream_ring_off = ring ? ring_off : 0;
+    C.stream_ring_bytes = ring;
+    cb->launch_smem = ring ? ring_off + ring : v->dyn_smem + v->table_smem;
+    if (cb->launch_smem > v->dyn_attr) {
+        CK(evt_cuda_g.cu.FuncSetAttribute((CUfunction)v->entry, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cb->launch_smem));
+        v->dyn_attr = cb->launch_smem;
+    }
     C.trace = NULL;
     C.trace_worker = NULL;
     C.tile_fns = NULL;
@@ -515,11 +555,9 @@ static evt_status launch_calls(evt_variant *v, const evt_bound *b, CUdeviceptr *
         int64_t n = b->s.task_base[c + 1] - b->s.task_base[c];
         if (n <= 0) continue;
         void *args[] = {dctx, &c};
-        /* only a streaming call's blocks need the ring (the others keep the
-           occupancy their shared memory allows) */
-        unsigned smem = v->p->call[c].streams ? v->dyn_smem : v->tile_smem;
+        /* a block per task: no weight stream (nothing to overlap) */
         CK(evt_cuda_g.cu.LaunchKernel((CUfunction)v->call_entry, (unsigned)(n < (1 << 30) ? n : (1 << 30)), 1, 1, (unsigned)threads,
-                             1, 1, smem, evt_cuda_g.stream, args, NULL));
+                             1, 1, v->dyn_smem, evt_cuda_g.stream, args, NULL));
     }
     return EVT_OK;
 }
@@ -559,7 +597,7 @@ static evt_status launch_once(evt_variant *v, evt_bind_entry *be, CUdeviceptr *d
     if (b->sched == EVT_SCHED_GRAPH) return launch_graph(v, be, dctx, threads, d);
     void *args[] = {dctx};
     CK(evt_cuda_g.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1,
-                                    v->dyn_smem + v->table_smem, evt_cuda_g.stream, args));
+                                    ((cuda_bound *)be->dev)->launch_smem, evt_cuda_g.stream, args));
     return EVT_OK;
 }
 
@@ -600,6 +638,7 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
     if ((st = launch_once(v, be, &dctx, threads, d))) return st;
     st = wait_stream(rt, timeout_s + 5, d);
     stats->launch_ms = now_ms() - t0;
+    stats->stream_ring_bytes = rt->last_ctx.stream_ring_bytes;
     if (st) return st;
     if ((st = check_error(rt, b, d))) return st;
     const evt_graph *g = v->g;

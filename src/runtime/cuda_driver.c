@@ -47,6 +47,7 @@ static void driver_init(void)
     SYM(ModuleGetFunction, "cuModuleGetFunction");
     SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2");
     SYM(FuncSetAttribute, "cuFuncSetAttribute");
+    SYM(FuncGetAttribute, "cuFuncGetAttribute");
     SYM(MemAlloc, "cuMemAlloc_v2");
     SYM(MemFree, "cuMemFree_v2");
     SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
@@ -92,6 +93,9 @@ static void driver_init(void)
     TRY(evt_cuda_g.cu.DeviceGetAttribute(&evt_cuda_g.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, evt_cuda_g.dev));
     TRY(evt_cuda_g.cu.DeviceGetAttribute(&evt_cuda_g.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, evt_cuda_g.dev));
     TRY(evt_cuda_g.cu.DeviceGetAttribute(&evt_cuda_g.coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, evt_cuda_g.dev));
+    TRY(evt_cuda_g.cu.DeviceGetAttribute(&evt_cuda_g.smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, evt_cuda_g.dev));
+    TRY(evt_cuda_g.cu.DeviceGetAttribute(&evt_cuda_g.smem_per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, evt_cuda_g.dev));
+    TRY(evt_cuda_g.cu.DeviceGetAttribute(&evt_cuda_g.smem_reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, evt_cuda_g.dev));
     TRY(evt_cuda_g.cu.DeviceGetName(evt_cuda_g.name, sizeof evt_cuda_g.name - 1, evt_cuda_g.dev));
     TRY(evt_cuda_g.cu.DevicePrimaryCtxRetain(&evt_cuda_g.ctx, evt_cuda_g.dev));
     TRY(evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx));

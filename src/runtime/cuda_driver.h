@@ -29,6 +29,9 @@ typedef unsigned long long CUdeviceptr;
 #define CU_STREAM_NON_BLOCKING 1
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR 81
+#define CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK 111
+#define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
 #define CU_EVENT_DEFAULT 0
 #define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
@@ -45,6 +48,7 @@ typedef struct cu_api {
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*FuncGetAttribute)(int *, int, CUfunction);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
@@ -82,6 +86,7 @@ typedef struct evt_cuda_state {
     CUdevice dev;
     CUcontext ctx;
     int sms, cc_major, cc_minor, coop;
+    int smem_optin, smem_per_sm, smem_reserved; /* shared memory: per block (opt-in), per SM, reserved per block */
     char name[128];
     CUstream stream;       /* launches (blocking w.r.t. the legacy stream) */
     CUstream side;         /* non-blocking: raises the abort flag of a stuck launch */

@@ -20,12 +20,13 @@ typedef struct evt_variant {
     void *handle;         /* backend: dlopen handle / CUmodule */
     void *entry;          /* backend: worker entry / CUfunction */
     void *call_entry;     /* backend: kernel-by-kernel entry (one call) */
-    unsigned dyn_smem;    /* CUDA: dynamic shared memory per block (evt_dyn_smem_bytes: the tiles'
-                             and, when a call streams, the weight stream's ring) */
-    unsigned tile_smem;   /* CUDA: the tiles' alone (evt_tile_smem_bytes): kernel-by-kernel
-                             launches of calls that do not stream */
+    unsigned dyn_smem;    /* CUDA: the tiles' dynamic shared memory per block (evt_dyn_smem_bytes) */
     unsigned table_smem;  /* CUDA: the launch tables the persistent kernel copies into dynamic shared
                              memory after dyn_smem (evt_table_smem_bytes), or 0: they stay in global */
+    unsigned static_smem; /* CUDA: the persistent kernel's static shared memory */
+    unsigned stream_calls;/* CUDA: calls that stream their weights (evt_stream_calls): static and hybrid
+                             launches get a weight-stream ring after the tables (evt_stream.h) */
+    unsigned dyn_attr;    /* CUDA: the persistent kernel's maximum dynamic shared memory as last set */
     char tmpdir[256];     /* CPU: where the .so lives while loaded */
 } evt_variant;
 

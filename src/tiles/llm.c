@@ -92,6 +92,26 @@ static void tile_rows(int64_t nb, int64_t T, int64_t N, int64_t *n0, int64_t *n1
     *n1 = (nb + 1) * N / T < N ? (nb + 1) * N / T : N;
 }
 
+/* The weight-stream band of a linear-family task (evt_tile_decl.stream_plan):
+ * rows [n0, n1) of W (parameter 1; mlp_up's gate and up: 1 and 2). None
+ * where the CUDA tile takes its scalar path (K % 32 != 0): it would not read
+ * them from shared memory. */
+static int stream_band(const evt_task_args *a, int nmat, evt_stream_band *band)
+{
+    int64_t K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    if (K % 32 || a->t[1].dim[1] != K || (nmat > 1 && (a->t[2].dim[0] != N || a->t[2].dim[1] != K))) return 0;
+    tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    if (n1 <= n0) return 0;
+    band->param[0] = 1;
+    band->param[1] = nmat > 1 ? 2 : -1;
+    band->row0 = n0;
+    band->nrows = n1 - n0;
+    band->pitch = K * 2;
+    return 1;
+}
+int evt_tile_linear_stream(const evt_task_args *a, evt_stream_band *band) { return stream_band(a, 1, band); }
+int evt_tile_mlp_up_stream(const evt_task_args *a, evt_stream_band *band) { return stream_band(a, 2, band); }
+
 void evt_tile_linear(const evt_task_args *a)
 {
     const bf16 *x = a->t[0].ptr, *W = a->t[1].ptr;

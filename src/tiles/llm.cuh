@@ -27,10 +27,11 @@
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
  *       bytes of) the task's weight rows, one contiguous range of W; nothing
  *       for a task whose weights come through the weight stream.
- *   *_stream_cuda: the task's weight-stream plan (llm_stream.cuh): with the
- *       stream (src/device/evt_stream.h) linear / linear_res / mlp_up at
- *       B <= 16 compute from shared memory, their weights landed ahead of
- *       their waits.
+ *   weight stream (src/device/evt_stream.h; the band of a task is
+ *       evt_tile_linear_stream / evt_tile_mlp_up_stream in llm.c): the
+ *       linear family reads the leading a->stream rows of its band from
+ *       shared memory, where the worker's leader copied them ahead of the
+ *       task's waits, any batch size (evt_llm_gemv).
  *   rmsnorm: each thread's 16-byte chunks of x and w loaded at once, x kept
  *       in registers between the two passes (scalar path for odd shapes).
  *   q_rope / k_rope_append: block reductions; RoPE angles in double
@@ -49,7 +50,7 @@
  * Everything produced in the launch (x, activations, KV cache, partials) is
  * read with plain loads. Shared memory: one 32 KiB static buffer and the row
  * scales (the stream's ring is the runtime's). Tiles count and synchronise
- * the compute threads with evt_tile_threads() / evt_tile_sync() (evt_tile.h). */
+ * the block's threads with evt_tile_threads() / evt_tile_sync() (evt_tile.h). */
 #ifndef EVT_TILE_LLM_CUH
 #define EVT_TILE_LLM_CUH
 #include <cuda_bf16.h>
@@ -221,12 +222,10 @@ __device__ __noinline__ void rms_linear_cuda(const evt_task_args *a) { evt_llm_g
 __device__ __noinline__ void rms_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, true>(a); }
 
 /* Prefetch hooks (the leader, before its waits): an L2 prefetch of the rows
-   of the weights, t[1] (and t[2]), unless they come through the stream. */
+   of the weights, t[1] (and t[2]). (A call that streams runs no hook.) */
 template <int MODE, bool NORM>
 __device__ __forceinline__ void evt_llm_prefetch(const evt_task_args *a)
 {
-    evt_stream_plan P;
-    if (!NORM && a->stream && evt_llm_stream_plan<MODE>(a, &P)) return;
     for (int w = 1; w <= (MODE == 2 ? 2 : 1); w++)
         evt_llm_prefetch_rows((const evt_bf16 *)a->t[w].ptr, a->t[w].dim[0], a->t[w].dim[1], a->coord[0], a->iarg[0]);
 }
@@ -235,17 +234,6 @@ __device__ void linear_res_prefetch_cuda(const evt_task_args *a) { evt_llm_prefe
 __device__ void mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<2, false>(a); }
 __device__ void rms_linear_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<0, true>(a); }
 __device__ void rms_mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<2, true>(a); }
-
-/* Weight-stream plans (the producer warp and the streamed tiles call them),
-   and the streamed tiles: false when the plan streams nothing (the dispatch
-   then runs the tile itself). Separate functions: the compiler allocates
-   each one's registers on its own. */
-__device__ int linear_stream_cuda(const evt_task_args *a, evt_stream_plan *P) { return evt_llm_stream_plan<0>(a, P); }
-__device__ int linear_res_stream_cuda(const evt_task_args *a, evt_stream_plan *P) { return evt_llm_stream_plan<1>(a, P); }
-__device__ int mlp_up_stream_cuda(const evt_task_args *a, evt_stream_plan *P) { return evt_llm_stream_plan<2>(a, P); }
-__device__ __noinline__ int linear_streamed_cuda(const evt_task_args *a) { return evt_llm_gemv_stream<0>(a); }
-__device__ __noinline__ int linear_res_streamed_cuda(const evt_task_args *a) { return evt_llm_gemv_stream<1>(a); }
-__device__ __noinline__ int mlp_up_streamed_cuda(const evt_task_args *a) { return evt_llm_gemv_stream<2>(a); }
 
 /* ------------------------------------------------------------- rope ---- */
 /* RMSNorm of in[0..hd) (weight w), rotate-half RoPE at position p; calls

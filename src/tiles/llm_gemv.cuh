@@ -50,11 +50,23 @@ __device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, i
     }
 }
 
+/* Weight rows in shared memory (the weight stream, evt_llm_gemv below): the same
+ * 16 bytes per lane as evt_llm_ldw, from a 32-bit shared address (half the
+ * registers of a generic pointer). */
+__device__ __forceinline__ uint4 evt_llm_lds(uint32_t addr)
+{
+    uint4 r;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
+    return r;
+}
+
 /* One unit: rows n0 .. n0 + 16*RT (clipped at n1) x batches b0 .. b0 + 8*NB8
  * (clipped at B), k chunks [c0, c1) of 32. NW = 1 (linear) or 2 (gate and
  * up). acc[w][rt][j][4]: C fragment of weight w, row tile rt, batch tile j.
  * RT > 1 reuses each x fragment for RT row tiles (large batches: x, not W,
- * dominates the loads otherwise). */
+ * dominates the loads otherwise). Row n of weight w is at Ww + (n - wrow0) * K:
+ * global memory (SM false, wrow0 0) or the weight stream's rows in shared
+ * memory (SM true, wrow0 the first of them). */
 /* bf16(x * wn) of 8 packed bf16 pairs (the fused-norm input, rounded as
    the C reference rounds it) */
 __device__ __forceinline__ uint4 evt_llm_mul8(uint4 x, uint4 w)
@@ -80,22 +92,29 @@ __device__ __forceinline__ float evt_llm_sumsq8(float ss, uint4 v)
     return ss;
 }
 
-template <int NB8, int NW, int RT, bool NORM>
+template <int NB8, int NW, int RT, bool NORM, bool SM>
 __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, const evt_bf16 *wn,
-                                             int64_t K, int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0,
-                                             int64_t c1, float acc[NW][RT][NB8][4])
+                                             int64_t K, int64_t wrow0, int64_t n0, int64_t n1, int64_t b0, int64_t B,
+                                             int64_t c0, int64_t c1, float acc[NW][RT][NB8][4])
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     bool rok[RT][2];
-    const evt_bf16 *wp[NW][RT][2];
+    const evt_bf16 *wp[SM ? 1 : NW][RT][2]; /* global rows */
+    uint32_t ws[SM ? NW : 1][RT][2];        /* shared rows */
 #pragma unroll
     for (int r = 0; r < RT; r++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             int64_t n = n0 + r * 16 + g + h * 8;
             rok[r][h] = n < n1;
-            wp[0][r][h] = W0 + n * K + 8 * t;
-            if (NW > 1) wp[NW - 1][r][h] = W1 + n * K + 8 * t;
+            if constexpr (SM) {
+                uint32_t off = (uint32_t)((n - wrow0) * K + 8 * t) * 2u;
+                ws[0][r][h] = (uint32_t)__cvta_generic_to_shared(W0) + off;
+                if (NW > 1) ws[NW - 1][r][h] = (uint32_t)__cvta_generic_to_shared(W1) + off;
+            } else {
+                wp[0][r][h] = W0 + (n - wrow0) * K + 8 * t;
+                if (NW > 1) wp[NW - 1][r][h] = W1 + (n - wrow0) * K + 8 * t;
+            }
         }
     const evt_bf16 *xp[NB8];
     bool xok[NB8];
@@ -133,7 +152,10 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
 #pragma unroll
                 for (int r = 0; r < RT; r++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) w[u][q][r][h] = kok && rok[r][h] ? evt_llm_ldw(wp[q][r][h] + k) : z;
+                    for (int h = 0; h < 2; h++) {
+                        if constexpr (SM) w[u][q][r][h] = kok && rok[r][h] ? evt_llm_lds(ws[q][r][h] + (uint32_t)k * 2u) : z;
+                        else w[u][q][r][h] = kok && rok[r][h] ? evt_llm_ldw(wp[q][r][h] + k) : z;
+                    }
 #pragma unroll
             for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
             if (NORM) wv[u] = kok ? __ldg((const uint4 *)(wn + 8 * t + k)) : z;
@@ -218,16 +240,16 @@ __device__ __forceinline__ const evt_bf16 *evt_llm_norm_w(const evt_task_args *a
 template <bool NORM>
 __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { return NORM ? (float)a->iarg[1] * 1e-12f : 0.f; }
 
-template <int MODE, int NB8, int RT, bool NORM>
-__device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
+/* Rows [n0, n1) of the task's output, weights at W0 (W1) as evt_llm_unit. */
+template <int MODE, int NB8, int RT, bool NORM, bool SM>
+__device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
+                                                 int64_t n0, int64_t n1)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
     const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
     constexpr int BB = 8 * NB8, RB = 16 * RT;
-    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
-    const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
-    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     if (n0 >= n1) return;
     /* unit and split indices in 32 bits: 64-bit divisions are helper calls */
     const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (int)((B + BB - 1) / BB), U = nrt * nbg, nch = (int)(K / 32);
@@ -245,7 +267,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
             int rt = u / nbg, bg = u % nbg;
             float acc[NW][RT][NB8][4] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
-            evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, r0, n1, b0, B, 0, nch, acc);
+            evt_llm_unit<NB8, NW, RT, NORM, SM>(x, W0, W1, wn, K, wrow0, r0, n1, b0, B, 0, nch, acc);
 #pragma unroll
             for (int r = 0; r < RT; r++)
 #pragma unroll
@@ -268,7 +290,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a)
         int rt = u / nbg, bg = u % nbg;
         int c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
         float acc[NW][RT][NB8][4] = {};
-        evt_llm_unit<NB8, NW, RT, NORM>(x, W0, W1, wn, K, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
+        evt_llm_unit<NB8, NW, RT, NORM, SM>(x, W0, W1, wn, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
 #pragma unroll
         for (int q = 0; q < NW; q++)
 #pragma unroll
@@ -330,18 +352,13 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
     }
 }
 
-/* the weight stream's plan and its GEMV */
-#include "llm_stream.cuh"
-
-template <int MODE, bool NORM>
-__device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
+/* Rows [n0, n1) from W0 (W1), nr of them per tile at most: the unit shapes. */
+template <int MODE, bool NORM, bool SM>
+__device__ __forceinline__ void evt_llm_gemv_rows(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
+                                                  int64_t n0, int64_t n1, int64_t nr)
 {
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
-                   (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
-    if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
-    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM>(a); return; }
-    int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T; /* rows per tile, at most */
+    int64_t B = a->t[0].dim[0];
+    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1); return; }
     /* Larger batches. "Wide" units hold every batch row (up to 64; beyond,
      * two passes) and one 16-row tile, so each weight row is loaded once
      * per task; narrower units (16 or 32 batch rows, up to 4 row tiles
@@ -361,17 +378,48 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
      * megakernel's call graph and lost 14-38% at batch 32 and 64. */
     if (MODE == 2) {
         if (B <= 16 || nr < 64) {
-            if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM>(a);
-            else evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
-        } else if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
-        else evt_llm_gemv_mma<MODE, 8, 1, NORM>(a);
-    } else if (B <= 16) evt_llm_gemv_mma<MODE, 2, 1, NORM>(a);
+            if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+            else evt_llm_gemv_mma<MODE, 2, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+        } else if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+        else evt_llm_gemv_mma<MODE, 8, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+    } else if (B <= 16) evt_llm_gemv_mma<MODE, 2, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
     else if (nr <= 16 || nr >= 128) {
-        if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
-        else evt_llm_gemv_mma<MODE, 8, 1, NORM>(a);
-    } else if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4, NORM>(a);
-    else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2, NORM>(a);
-    else evt_llm_gemv_mma<MODE, 4, 1, NORM>(a);
+        if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+        else evt_llm_gemv_mma<MODE, 8, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+    } else if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+    else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+    else evt_llm_gemv_mma<MODE, 4, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+}
+
+template <int MODE, bool NORM>
+__device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
+{
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
+    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
+                   (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
+    if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
+    const evt_bf16 *W0 = (const evt_bf16 *)a->t[1].ptr, *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
+    int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T, n0, n1; /* rows per tile, at most */
+    evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    if (n0 >= n1) return;
+#if EVT_STREAM
+    /* the first ns rows of the band came through the weight stream (the
+       worker's leader copied rows [n0, n0 + ns) of W, and of Wu for mlp_up,
+       into shared memory, the matrices one after the other: llm.c's
+       evt_tile_linear_stream plans the same rows): the rest from global
+       memory first (the copies land meanwhile), then those */
+    int64_t ns = a->stream < n1 - n0 ? a->stream : n1 - n0;
+    if (ns > 0) {
+        if (n0 + ns < n1) {
+            evt_llm_gemv_rows<MODE, NORM, false>(a, W0, W1, 0, n0 + ns, n1, n1 - n0 - ns);
+            evt_tile_sync(); /* the partials and row scales in shared memory are reused */
+        }
+        const evt_bf16 *S0 = (const evt_bf16 *)evt_stream_rows_ready(a), *S1 = S0 + ns * K;
+        evt_llm_gemv_rows<MODE, NORM, true>(a, S0, S1, n0, n0, n0 + ns, ns == n1 - n0 ? nr : ns);
+        return;
+    }
+#endif
+    evt_llm_gemv_rows<MODE, NORM, false>(a, W0, W1, 0, n0, n1, nr);
 }
 
 #endif

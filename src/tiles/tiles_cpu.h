@@ -30,4 +30,7 @@ void evt_tile_attn_merge(const evt_task_args *a);
 void evt_tile_attn_merge_group(const evt_task_args *a);
 void evt_tile_argmax_part(const evt_task_args *a);
 void evt_tile_argmax_final(const evt_task_args *a);
+/* weight-stream bands (evt_tile_decl.stream_plan) of the linear family */
+int evt_tile_linear_stream(const evt_task_args *a, evt_stream_band *band);
+int evt_tile_mlp_up_stream(const evt_task_args *a, evt_stream_band *band);
 #endif

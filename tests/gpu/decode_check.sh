@@ -8,11 +8,15 @@
 # the first schedule is compared with the sequential C reference (relative
 # error <= 2e-2 on every tensor), and --also runs the other schedules on the
 # same step and compares their logits and next tokens with the first one's.
-# With --stream, batches 2, 4 and 12 take the weight stream (B <= 16: the
-# static and kernel-by-kernel workers' producer warps load the GEMV weights
-# into shared memory; dynamic workers read them directly) and 20 takes the
-# register path beside it; the default build and --prefetch (L2 prefetch
-# hook) run the register path (batch 40: the GEMV units that hold every
+# With --stream the static workers' leaders copy their next GEMV tasks'
+# weight rows into shared memory and the tiles read them there (static and
+# hybrid's static workers; kernel by kernel and dynamic workers read global
+# memory, so --also compares the two paths), at batches 2 to 100 (every GEMV
+# unit shape: B <= 8, 16, the units of every batch row at 40, two passes of 64
+# at 100); EVT_STREAM_RING=12288 shrinks the ring below every band, so each
+# task takes a prefix of its rows from shared memory and the rest from global
+# memory. The default build and --prefetch (L2 prefetch hook) run the register
+# path only (batch 40: the GEMV units that hold every
 # batch row; 100: two passes of 64 rows); --no-records runs the static schedule with
 # its maps evaluated on the device (no task records, launch tables in
 # global memory). Prints "N passed, N failed".
@@ -30,13 +34,16 @@ run_case() { # name model batch ctx steps [extra evtc args]
         --sched static --also kbk,graph,dynamic,hybrid "$@" > "$LOG/$name.log" 2>&1
     local rc=$? worst
     worst=$(grep -o 'logits within [0-9.e+-]*' "$LOG/$name.log" | awk '{ if ($3 + 0 > w) w = $3 + 0 } END { print w + 0 }')
+    local streamed=1 # a --stream case must have had a ring (else it silently ran the global path)
+    case " $* " in *" --stream "*) grep -q "weight stream: a [0-9]* KiB ring" "$LOG/$name.log" || streamed=0 ;; esac
     if [ $rc -eq 0 ] && grep -q "^check: ok" "$LOG/$name.log" && [ "$(grep -c 'schedule on cuda' "$LOG/$name.log")" -eq 5 ] &&
-       awk -v w="$worst" 'BEGIN { exit !(w <= 2e-2) }'; then
+       [ $streamed -eq 1 ] && awk -v w="$worst" 'BEGIN { exit !(w <= 2e-2) }'; then
         pass=$((pass + 1))
-        echo "PASS $name: $(grep -o '^check: ok ([0-9]* steps' "$LOG/$name.log"); other schedules' logits within $worst;" \
+        echo "PASS $name: $(grep -o '^check: ok ([0-9]* steps' "$LOG/$name.log"); $(grep -o 'weight stream: a [0-9]* KiB ring' "$LOG/$name.log");" \
+             "other schedules' logits within $worst;" \
              "next tokens differing: $(grep -o '[0-9]* next tokens differ' "$LOG/$name.log" | awk '{ printf "%s ", $1 }')"
     else
-        fail=$((fail + 1)); echo "FAIL $name (rc=$rc, worst logits $worst): evtc decode --model $model --batch $b --ctx $ctx --steps $steps $*"
+        fail=$((fail + 1)); echo "FAIL $name (rc=$rc, worst logits $worst, streamed $streamed): evtc decode --model $model --batch $b --ctx $ctx --steps $steps $*"
         tail -8 "$LOG/$name.log"
     fi
 }
@@ -47,6 +54,12 @@ run_case mid-b4 tests/gpu/qwen3-mid.json 4 64 2
 run_case mid-b4-stream tests/gpu/qwen3-mid.json 4 64 2 --stream
 run_case mid-b12-stream tests/gpu/qwen3-mid.json 12 64 2 --stream
 run_case mid-b20-stream tests/gpu/qwen3-mid.json 20 64 2 --stream
+run_case mid-b40-stream tests/gpu/qwen3-mid.json 40 33 2 --stream
+run_case mid-b100-stream tests/gpu/qwen3-mid.json 100 20 2 --stream
+export EVT_STREAM_RING=12288 # prefixes: every band is larger than the ring
+run_case mid-b4-stream-prefix tests/gpu/qwen3-mid.json 4 64 2 --stream
+run_case mid-b20-stream-prefix tests/gpu/qwen3-mid.json 20 64 2 --stream
+unset EVT_STREAM_RING
 run_case mid-b40 tests/gpu/qwen3-mid.json 40 33 2
 run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
 run_case mid-b4-prefetch tests/gpu/qwen3-mid.json 4 64 2 --prefetch
