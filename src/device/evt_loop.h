@@ -87,27 +87,14 @@ EVT_DEV void evt_run_entry(const evt_ctx *C, evt_worker *W, int64_t k, int64_t k
  * copy in flight. Nothing without the stream. */
 #if defined(__CUDACC__) && EVT_STREAM
 #define EVT_STREAM_START(C, W) do { if (EVT_LEADER) evt_stream_start(C, (W)->id); } while (0)
-#if EVT_STREAM_LDGSTS /* warps 1.. copy what the pump placed, after a barrier */
 #define EVT_STREAM_PUMP(C, k)                                                                                          \
     do {                                                                                                               \
         if ((C)->stream_ring_bytes) {                                                                                  \
             if (EVT_LEADER) evt_stream_pump(C, k);                                                                     \
-            EVT_SYNC();                                                                                                \
-            if (threadIdx.x >= 32) evt_stream_copy_pending(C);                                                         \
+            EVT_SYNC(); /* the block's threads are idle here: the copying threads issue what the pump placed */       \
+            evt_stream_copy(C);                                                                                        \
         }                                                                                                              \
     } while (0)
-#elif EVT_STREAM_ISSUER == 0
-#define EVT_STREAM_PUMP(C, k) do { if (EVT_LEADER && (C)->stream_ring_bytes) evt_stream_pump(C, k); } while (0)
-#else /* the issuer copies what the pump placed, after a barrier (the block's threads are idle there) */
-#define EVT_STREAM_PUMP(C, k)                                                                                          \
-    do {                                                                                                               \
-        if ((C)->stream_ring_bytes) {                                                                                  \
-            if (EVT_LEADER) evt_stream_pump(C, k);                                                                     \
-            EVT_SYNC();                                                                                                \
-            if ((int)threadIdx.x == (EVT_STREAM_ISSUER < (int)blockDim.x ? EVT_STREAM_ISSUER : 0)) evt_stream_issue_pending(C); \
-        }                                                                                                              \
-    } while (0)
-#endif
 #define EVT_STREAM_DRAIN() do { if (EVT_LEADER) evt_stream_drain(); } while (0)
 #else
 #define EVT_STREAM_START(C, W) ((void)0)

@@ -102,11 +102,10 @@ EVT_STREAM_FN int64_t evt_stream_place(uint32_t R, uint32_t head, uint32_t used,
 /* Per worker, in shared memory; the leader alone writes it. */
 typedef struct evt_stream_state {
     uint64_t bar[EVT_STREAM_SLOTS];    /* one arrival + the copies' bytes per use */
-    int64_t entry[EVT_STREAM_SLOTS];   /* the queue entry whose rows the slot holds */
     uint32_t off[EVT_STREAM_SLOTS];    /* ring offset of its first byte */
     uint32_t charge[EVT_STREAM_SLOTS]; /* ring bytes it holds (a skipped tail included) */
     int32_t rows[EVT_STREAM_SLOTS];    /* rows of each matrix it holds */
-    evt_stream_job held[EVT_STREAM_SLOTS]; /* the job it holds */
+    evt_stream_job held[EVT_STREAM_SLOTS]; /* the job it holds (held[s].entry: whose task reads it) */
     uint32_t npend;                    /* the last npend slots in flight are placed but not yet issued */
     uint32_t parity;                   /* bit s: the phase slot s's next use completes */
     uint32_t first, count;             /* the slots in flight: first, first + 1, ... (mod SLOTS) */
@@ -173,6 +172,9 @@ __device__ __forceinline__ void evt_stream_init(const evt_ctx *C)
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
+/* A job's matrices: one, or two (gate and up) */
+__device__ __forceinline__ int evt_stream_nmat(const evt_stream_job *J) { return J->tensor[1] >= 0 ? 2 : 1; }
+
 /* Leader: frees the oldest slot once its copies have landed (its task has
  * run, or was skipped: the copies may still be in flight, also in an aborted
  * launch, whose block must not leave before they land). */
@@ -193,7 +195,7 @@ __device__ __forceinline__ void evt_stream_retire(void)
 __device__ __forceinline__ void evt_stream_issue(const evt_ctx *C, const evt_stream_job *J, uint32_t s, uint32_t off, int64_t rows)
 {
     const evt_stream_state *S = &evt_stream_s;
-    const int nmat = J->tensor[1] >= 0 ? 2 : 1;
+    const int nmat = evt_stream_nmat(J);
     const uint32_t bytes = (uint32_t)(rows * J->pitch), piece = 32768;
     unsigned char *dst = evt_dyn_smem + C->stream_ring_off + off;
     uint32_t bar = evt_smem_addr(&S->bar[s]);
@@ -269,7 +271,7 @@ __device__ __forceinline__ void evt_stream_copy_pending(const evt_ctx *C)
         const evt_stream_job *J = &S->held[s];
         const uint32_t bytes = (uint32_t)S->rows[s] * (uint32_t)J->pitch;
         unsigned char *dst = evt_dyn_smem + C->stream_ring_off + S->off[s];
-        for (int m = 0; m < (J->tensor[1] >= 0 ? 2 : 1); m++) {
+        for (int m = 0; m < evt_stream_nmat(J); m++) {
             const char *src = (const char *)C->tensors[J->tensor[m]].ptr + J->row0 * J->pitch;
             for (uint32_t o = 16 * t; o < bytes; o += 16 * nt)
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(evt_smem_addr(dst + (size_t)m * bytes + o)), "l"(src + o)
@@ -277,6 +279,21 @@ __device__ __forceinline__ void evt_stream_copy_pending(const evt_ctx *C)
         }
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(evt_smem_addr(&S->bar[s])) : "memory");
     }
+}
+
+/* Every thread, after the barrier that follows the pump: the copying
+ * threads issue what it placed (EVT_STREAM_LDGSTS: warps 1..; else the
+ * issuer thread; with EVT_STREAM_ISSUER 0 the pump itself did, before the
+ * barrier). */
+__device__ __forceinline__ void evt_stream_copy(const evt_ctx *C)
+{
+#if EVT_STREAM_LDGSTS
+    if (threadIdx.x >= 32) evt_stream_copy_pending(C);
+#elif EVT_STREAM_ISSUER != 0
+    if ((int)threadIdx.x == (EVT_STREAM_ISSUER < (int)blockDim.x ? EVT_STREAM_ISSUER : 0)) evt_stream_issue_pending(C);
+#else
+    (void)C;
+#endif
 }
 
 /* Leader, before queue entry k of its static queue is dispatched: retires the
@@ -290,30 +307,29 @@ EVT_NOINLINE void evt_stream_pump(const evt_ctx *C, int64_t k)
     S->cur_rows = 0;
     S->npend = 0; /* the issuers took the last pump's slots before this one's barrier */
     const uint32_t R = C->stream_ring_bytes;
-    while (S->count && S->entry[S->first] < k) evt_stream_retire();
+    while (S->count && S->held[S->first].entry < k) evt_stream_retire();
     while (S->job < S->job_end && S->count < EVT_STREAM_SLOTS) {
         const evt_stream_job *J = evt_stream_job_at(C, S->job);
         if (J->entry < k) { S->job++; continue; } /* its task has run (never: a job is placed by its own entry's pump) */
         if (J->issue_at > k) break;
+        const int64_t row_bytes = (int64_t)J->pitch * evt_stream_nmat(J);
         uint32_t off = 0, charge = 0;
-        int64_t rows = evt_stream_place(R, S->head, S->used, S->count, J->nrows, (int64_t)J->pitch * (J->tensor[1] >= 0 ? 2 : 1),
-                                        &off, &charge);
+        int64_t rows = evt_stream_place(R, S->head, S->used, S->count, J->nrows, row_bytes, &off, &charge);
         if (rows < 0) { S->job++; continue; } /* not one row fits: the task reads global memory */
         if (rows == 0) break;                   /* wait for the slots ahead to retire */
         uint32_t s = (S->first + S->count) % EVT_STREAM_SLOTS;
         S->held[s] = *J;
         S->npend++;
-        S->entry[s] = J->entry;
         S->off[s] = off;
         S->charge[s] = charge;
         S->rows[s] = (int32_t)rows;
         S->count++;
         S->used += charge;
-        S->head = off + (uint32_t)rows * (uint32_t)J->pitch * (J->tensor[1] >= 0 ? 2u : 1u);
+        S->head = off + (uint32_t)(rows * row_bytes);
         if (S->head == R) S->head = 0;
         S->job++;
     }
-    if (S->count && S->entry[S->first] == k) {
+    if (S->count && S->held[S->first].entry == k) {
         uint32_t s = S->first;
         S->cur_rows = S->rows[s];
         S->cur_at = EVT_STREAM_AT(C->stream_ring_off + S->off[s], s, S->parity >> s & 1u);
@@ -357,7 +373,7 @@ __device__ __forceinline__ void evt_stream_finish(const evt_ctx *C)
  * only not hang or fault). */
 __device__ __forceinline__ const unsigned char *evt_stream_rows_ready(const evt_task_args *a)
 {
-    uint32_t at = (uint32_t)a->stream_at;
+    uint32_t at = a->stream_at;
     (void)evt_mbar_wait(&evt_stream_s.bar[EVT_STREAM_AT_SLOT(at)], EVT_STREAM_AT_PARITY(at));
     return evt_dyn_smem + EVT_STREAM_AT_OFF(at);
 }

@@ -32,7 +32,7 @@ typedef struct evt_task_args {
     int32_t stream;                  /* CUDA: how many leading rows of the task's weight band the
                                         worker's weight stream put in shared memory (0: none;
                                         src/device/evt_stream.h) */
-    int32_t stream_at;               /* CUDA: where they lie and which barrier they complete on
+    uint32_t stream_at;              /* CUDA: where they lie and which barrier they complete on
                                         (EVT_STREAM_AT); 0 when stream is 0 */
 } evt_task_args;
 

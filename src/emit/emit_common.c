@@ -205,12 +205,12 @@ static void emit_arm(evt_printer *o, const evt_plan *p, int ev)
     evt_pr(o, "        }\n    }\n    EVT_SYNC();\n}\n\n");
 }
 
-/* Builds the task's arguments into `into` (v[] and X decoded). `worker` is
- * the expression printed for A->worker; `streams`: A->stream and
- * A->stream_at come from the weight stream's pump (evt_stream_take), else 0. */
-static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *t, const char *worker, int streams)
+/* Builds the task's arguments into W->args (v[] and X decoded); `streams`:
+ * A->stream and A->stream_at come from the weight stream's pump
+ * (evt_stream_take), else 0. */
+static void emit_args(evt_printer *o, const evt_call *c, ids *t, int streams)
 {
-    evt_pr(o, "        evt_task_args *A = &%s;\n        A->ncoord = %d; A->worker = %s;\n", into, c->rank, worker);
+    evt_pr(o, "        evt_task_args *A = &W->args;\n        A->ncoord = %d; A->worker = W->id;\n", c->rank);
     evt_pr(o, "        for (int k = 0; k < 4; k++) { A->coord[k] = k < %d ? v[k] : 0; A->grid[k] = X[k]; }\n", c->rank);
     int nt = 0, ni = 0;
     for (int a = 0; a < c->nargs; a++) {
@@ -225,7 +225,7 @@ static void emit_args(evt_printer *o, const evt_call *c, const char *into, ids *
         }
     }
     evt_pr(o, "        A->ntensors = %d; A->nints = %d;\n", nt, ni);
-    if (streams) evt_pr(o, "        A->stream = evt_stream_take((uint32_t *)&A->stream_at); /* rows the pump put in shared memory */\n");
+    if (streams) evt_pr(o, "        A->stream = evt_stream_take(&A->stream_at); /* rows the pump put in shared memory */\n");
     else evt_pr(o, "        A->stream = 0; A->stream_at = 0;\n");
 }
 
@@ -281,7 +281,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     evt_pr(o, "    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        W->task = task;\n        W->skip = 0;\n");
     /* the task's arguments, built once by the leader in the worker's
        (shared) state; every thread reads them after the barrier */
-    emit_args(o, c, "W->args", t, "W->id", tgt == EVT_TARGET_CUDA && cp->streams);
+    emit_args(o, c, t, tgt == EVT_TARGET_CUDA && cp->streams);
     /* the leader runs the hook alone (warp 0 running it measured 0.7%
        slower per qwen3-0.6b token: two warp barriers on every GEMV task);
        a streaming call's weights come through the stream instead */

@@ -46,6 +46,13 @@ size_t evt_bound_bytes(const evt_bound *b);
  * (bind_records.c; none when the shape's numbers do not fit 32 bits). */
 evt_status evt_bind_records(const evt_plan *p, evt_bound *b);
 evt_status evt_bind_task_records(const evt_plan *p, const uint8_t *dyn, evt_bound *b);
+/* A task's arguments as its tile receives them: coordinate, the call's grid
+ * extents ext[0..3], tensor references (ptr[id], NULL for none: every pointer
+ * NULL; dims[id]: EVT_ABI_MAX_RANK extents) and integer arguments evaluated
+ * under env. Returns 0 if an integer argument cannot be evaluated (a is
+ * filled all the same) or the call has more arguments than the ABI holds. */
+int evt_task_args_fill(const evt_call *call, const int64_t *ext, const int64_t *coord, void *const *ptr,
+                       const int64_t *const *dims, const evt_eval_env *env, evt_task_args *a);
 /* The weight stream's jobs of b's static queues (bind_stream.c; none when
  * no call streams). */
 evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b);

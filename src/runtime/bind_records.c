@@ -70,6 +70,35 @@ static void rec_fill(const evt_bound *b, const evt_call *call, int has, uint32_t
     if (has) rec_lists(b, call, coord, r);
 }
 
+int evt_task_args_fill(const evt_call *call, const int64_t *ext, const int64_t *coord, void *const *ptr,
+                       const int64_t *const *dims, const evt_eval_env *env, evt_task_args *a)
+{
+    int ok = 1;
+    memset(a, 0, sizeof *a);
+    a->ncoord = call->rank;
+    for (int k = 0; k < EVT_ABI_MAX_RANK; k++) {
+        a->coord[k] = k < call->rank ? coord[k] : 0;
+        a->grid[k] = ext[k];
+    }
+    for (int i = 0; i < call->nargs; i++) {
+        const evt_arg *arg = &call->args[i];
+        if (arg->kind == EVT_ARG_TENSOR) {
+            if (a->ntensors >= EVT_ABI_MAX_TENSORS) return 0;
+            evt_tensor_ref *t = &a->t[a->ntensors++];
+            t->ptr = ptr ? ptr[arg->tensor->id] : NULL;
+            memcpy(t->dim, dims[arg->tensor->id], sizeof t->dim);
+            t->rank = arg->tensor->rank;
+            t->dtype = arg->tensor->dtype;
+        } else {
+            int err = 0;
+            if (a->nints >= EVT_ABI_MAX_INTS) return 0;
+            a->iarg[a->nints++] = evt_expr_eval(arg->value, env, &err);
+            if (err) ok = 0;
+        }
+    }
+    return ok;
+}
+
 /* Counter indices, task ids and coordinates are 32-bit in a record. */
 static int records_fit(const evt_shape *s) { return s->ncounters < INT32_MAX && s->ntasks < INT32_MAX; }
 

@@ -24,36 +24,6 @@ static int stream_quiet(void)
     return !(e && !strcmp(e, "eager"));
 }
 
-/* Task (call, coord)'s arguments at the bound shape as its tile sees them,
- * minus the pointers; 0 if an integer argument cannot be evaluated. */
-static int host_args(const evt_bound *b, const evt_call *call, const int64_t *coord, const int64_t (*dims)[EVT_ABI_MAX_RANK],
-                     evt_task_args *a)
-{
-    memset(a, 0, sizeof *a);
-    a->ncoord = call->rank;
-    for (int d = 0; d < EVT_ABI_MAX_RANK; d++) {
-        a->coord[d] = d < call->rank ? coord[d] : 0;
-        a->grid[d] = b->s.ext[call->id * 4 + d];
-    }
-    evt_eval_env env = {b->s.sym, coord, NULL, NULL};
-    for (int i = 0; i < call->nargs; i++) {
-        const evt_arg *arg = &call->args[i];
-        if (arg->kind == EVT_ARG_TENSOR) {
-            if (a->ntensors >= EVT_ABI_MAX_TENSORS) return 0;
-            evt_tensor_ref *t = &a->t[a->ntensors++];
-            memcpy(t->dim, dims[arg->tensor->id], sizeof t->dim);
-            t->rank = arg->tensor->rank;
-            t->dtype = arg->tensor->dtype;
-        } else {
-            int err = 0;
-            if (a->nints >= EVT_ABI_MAX_INTS) return 0;
-            a->iarg[a->nints++] = evt_expr_eval(arg->value, &env, &err);
-            if (err) return 0;
-        }
-    }
-    return 1;
-}
-
 /* The tensor id passed as parameter `param` of call (a tensor argument's
  * position among all arguments), or -1. */
 static int param_tensor(const evt_call *call, int param)
@@ -74,20 +44,23 @@ evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b)
     int64_t n = q->q_off[q->nworkers];
     if (n >= INT32_MAX) return EVT_OK; /* entries are 32-bit in a job */
     int64_t (*dims)[EVT_ABI_MAX_RANK] = calloc(g->ntensors + 1, sizeof *dims);
+    const int64_t **dimp = calloc(g->ntensors + 1, sizeof *dimp);
     b->sjob = calloc(n + 1, sizeof *b->sjob);
     b->sjob_off = calloc(q->nworkers + 1, sizeof *b->sjob_off);
-    if (!dims || !b->sjob || !b->sjob_off) {
-        free(dims);
+    if (!dims || !dimp || !b->sjob || !b->sjob_off) {
+        free(dims); free(dimp);
         free(b->sjob); free(b->sjob_off);
         b->sjob = NULL; b->sjob_off = NULL;
         return EVT_ERR_NOMEM;
     }
     evt_eval_env env = {b->s.sym, NULL, NULL, NULL};
-    for (int t = 0; t < g->ntensors; t++)
+    for (int t = 0; t < g->ntensors; t++) {
         for (int d = 0; d < EVT_ABI_MAX_RANK; d++) {
             int err = 0;
             dims[t][d] = d < g->tensors[t]->rank ? evt_expr_eval(g->tensors[t]->shape[d], &env, &err) : 1;
         }
+        dimp[t] = dims[t];
+    }
     int quiet = stream_quiet();
     int64_t nj = 0;
     for (int w = 0; w < q->nworkers; w++) {
@@ -106,7 +79,9 @@ evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b)
             evt_stream_band band;
             const evt_tile_decl *decl = p->call[c].decl;
             int t0 = -1, t1 = -1;
-            int streams = p->call[c].streams && host_args(b, call, coord, dims, &a) && decl->stream_plan(&a, &band);
+            evt_eval_env targs = {b->s.sym, coord, NULL, NULL};
+            int streams = p->call[c].streams && evt_task_args_fill(call, &b->s.ext[c * 4], coord, NULL, dimp, &targs, &a) &&
+                          decl->stream_plan(&a, &band);
             if (streams) {
                 t0 = param_tensor(call, band.param[0]);
                 t1 = band.param[1] >= 0 ? param_tensor(call, band.param[1]) : -1;
@@ -129,5 +104,6 @@ evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b)
     }
     b->sjob_off[q->nworkers] = nj;
     free(dims);
+    free(dimp);
     return EVT_OK;
 }

@@ -177,7 +177,8 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
     }
     v->static_smem = (unsigned)static_smem;
     /* the persistent kernel's copy of the launch tables (tensor references,
-       grid extents, call id rows), after the tiles' and the ring's: read by
+       grid extents, call id rows), after the tiles' (the weight stream's ring
+       follows them, stream_ring): read by
        every task's dispatch, so shared memory beats a chain of L2 round
        trips; when the device cannot give that much, they stay in global */
     unsigned tables = 0;

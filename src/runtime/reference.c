@@ -106,7 +106,13 @@ evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffer
     if (st) return st;
     r.count = calloc(r.s.ncounters + 1, sizeof(int64_t));
     r.target = calloc(r.s.ncounters + 1, sizeof(int64_t));
-    if (!r.count || !r.target) { st = EVT_ERR_NOMEM; goto out; }
+    void **ptrs = calloc(g->ntensors + 1, sizeof *ptrs); /* the tiles' tensor references */
+    const int64_t **dims = calloc(g->ntensors + 1, sizeof *dims);
+    if (!r.count || !r.target || !ptrs || !dims) { st = EVT_ERR_NOMEM; goto out; }
+    for (int t = 0; t < g->ntensors; t++) {
+        ptrs[t] = evt_buffers_data(b, t, NULL);
+        dims[t] = evt_buffers_dims(b, t);
+    }
     /* static targets: the same enumeration as bind */
     {
         evt_bound bb;
@@ -147,22 +153,7 @@ evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffer
             }
             if (st) break;
             evt_task_args A;
-            memset(&A, 0, sizeof A);
-            A.ncoord = call->rank;
-            for (int k = 0; k < 4; k++) { A.coord[k] = coord[k]; A.grid[k] = r.s.ext[c * 4 + k]; }
-            for (int a = 0; a < call->nargs; a++) {
-                if (call->args[a].kind == EVT_ARG_TENSOR) {
-                    const evt_tensor *t = call->args[a].tensor;
-                    evt_tensor_ref *tr = &A.t[A.ntensors++];
-                    tr->ptr = evt_buffers_data(b, t->id, NULL);
-                    memcpy(tr->dim, evt_buffers_dims(b, t->id), sizeof tr->dim);
-                    tr->rank = t->rank;
-                    tr->dtype = t->dtype;
-                } else {
-                    int err = 0;
-                    A.iarg[A.nints++] = evt_expr_eval(call->args[a].value, &env, &err);
-                }
-            }
+            evt_task_args_fill(call, &r.s.ext[c * 4], coord, ptrs, dims, &env, &A);
             cp->decl->cpu(&A);
             for (int k = 0; k < call->nedges && !st; k++) {
                 const evt_edge *e = &call->edges[k];
@@ -187,7 +178,7 @@ evt_status evt_reference_run(const evt_module *m, const int64_t *sym, evt_buffer
                                 "reference: %s received %lld notifies but its count is %lld", en, (long long)r.count[x], (long long)r.target[x]);
         }
 out:
-    free(r.count); free(r.target);
+    free(r.count); free(r.target); free(ptrs); free(dims);
     evt_shape_free(&r.s);
     return st;
 }

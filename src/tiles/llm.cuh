@@ -25,8 +25,8 @@
  *       epilogue.
  *   *_prefetch_cuda: run by the worker's leader alone before its waits:
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
- *       bytes of) the task's weight rows, one contiguous range of W; nothing
- *       for a task whose weights come through the weight stream.
+ *       bytes of) the task's weight rows, one contiguous range of W (a call
+ *       that streams runs no hook).
  *   weight stream (src/device/evt_stream.h; the band of a task is
  *       evt_tile_linear_stream / evt_tile_mlp_up_stream in llm.c): the
  *       linear family reads the leading a->stream rows of its band from
