@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "harness.h"
 #include "evt/models.h"
+#include "pass/plan.h"
 
 static int have_nvcc(void)
 {
@@ -71,7 +72,7 @@ static void examples_compile_for_cuda(void **state)
  * prefetch hooks and has no pump; with it every such call takes its rows
  * from the pump (evt_stream_take), runs no hook, the runtime is told how
  * many calls stream, and the kernel compiles. */
-static char *tiny_qwen3_cuda(int stream)
+static char *tiny_qwen3_cuda(evt_compile_opts co)
 {
     evt_diag d;
     evt_diag_init(&d, "qwen3-tiny");
@@ -82,7 +83,6 @@ static char *tiny_qwen3_cuda(int stream)
     assert_non_null(text);
     evt_graph *g = evt_parse(text, strlen(text), &d);
     assert_non_null(g);
-    evt_compile_opts co = {.stream_weights = stream};
     evt_plan *p = NULL;
     if (evt_compile(g, &co, &p, &d)) fail_msg("%s", d.text);
     evt_printer pr = {0};
@@ -104,7 +104,7 @@ static int count(const char *s, const char *what)
 static void weight_stream_is_opt_in(void **state)
 {
     (void)state;
-    char *plain = tiny_qwen3_cuda(0), *streamed = tiny_qwen3_cuda(1);
+    char *plain = tiny_qwen3_cuda((evt_compile_opts){0}), *streamed = tiny_qwen3_cuda((evt_compile_opts){.stream_weights = 1});
     assert_null(strstr(plain, "#define EVT_STREAM 1"));
     assert_int_equal(count(plain, "evt_stream_take"), 0);
     assert_true(count(plain, "_prefetch_cuda(A)") >= 3);
@@ -143,6 +143,78 @@ static void weight_stream_is_opt_in(void **state)
     unsetenv("EVT_CACHE_DIR");
 }
 
+/* Early loads (evt_compile_opts.early_loads): the GEMV calls annotated
+ * prefetch run their record's waits beside the tile (A->wait_in_tile: warp
+ * 0's leader waits while the other warps enter the tile, issue their weight
+ * loads and meet it at evt_tile_wait), run no L2 hook and stop after the
+ * tile when those waits were aborted; the other calls (norms, attention,
+ * merge) wait before the tile as before. The weight stream takes precedence
+ * over them. The plan marks exactly the GEMV calls. */
+static void early_loads_leave_waits_to_the_tile(void **state)
+{
+    (void)state;
+    char *plain = tiny_qwen3_cuda((evt_compile_opts){0}), *early = tiny_qwen3_cuda((evt_compile_opts){.early_loads = 1});
+    assert_int_equal(count(plain, "A->wait_in_tile = 1;"), 0);
+    /* linear, linear_res, mlp_up templates */
+    assert_true(count(early, "A->wait_in_tile = 1;") >= 3);
+    assert_int_equal(count(early, "A->wait_in_tile = 1;"), count(early, "if (W->args.wait_in_tile) {"));
+    assert_int_equal(count(early, "A->wait_in_tile = 1;"), count(early, "if (W->skip) return; /* its own waits"));
+    assert_int_equal(count(early, "_prefetch_cuda(A)"), 0);
+    assert_true(count(early, "/* the record's waits */") >= 2); /* norms, attention, merge wait before their tiles */
+    assert_int_equal(count(early, "evt_wait_rec(C, W, "), count(plain, "evt_wait_rec(C, W, ")); /* every call still waits */
+    char *both = tiny_qwen3_cuda((evt_compile_opts){.early_loads = 1, .stream_weights = 1});
+    assert_int_equal(count(both, "A->wait_in_tile = 1;"), 0);
+    assert_true(count(both, "evt_stream_take(") >= 3);
+    free(both);
+    /* the plan: the GEMV operators' calls, annotated, and nothing else */
+    evt_diag d;
+    evt_diag_init(&d, "qwen3-tiny");
+    evt_qwen3_config c;
+    assert_int_equal(evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d), EVT_OK);
+    for (int annotate = 0; annotate < 2; annotate++) {
+        evt_qwen3_opts qo = {.prefetch = annotate};
+        char *text = evt_qwen3_program(&c, &qo, &d);
+        evt_graph *g = evt_parse(text, strlen(text), &d);
+        assert_non_null(g);
+        evt_compile_opts co = {.early_loads = 1};
+        evt_plan *p = NULL;
+        if (evt_compile(g, &co, &p, &d)) fail_msg("%s", d.text);
+        int n = 0;
+        for (int k = 0; k < g->ncalls; k++) {
+            const char *op = g->calls[k]->op;
+            int gemv = !strcmp(op, "linear") || !strcmp(op, "linear_res") || !strcmp(op, "mlp_up");
+            assert_int_equal(p->call[k].early_loads, annotate && gemv);
+            n += p->call[k].early_loads;
+        }
+        assert_true(annotate ? n >= 4 * c.num_hidden_layers : n == 0);
+        evt_plan_free(p);
+        evt_graph_free(g);
+        free(text);
+    }
+    evt_diag_free(&d);
+    free(plain);
+    if (!have_nvcc()) {
+        print_message("nvcc not found: the early-loads kernel is not compiled on this machine\n");
+        free(early);
+        return;
+    }
+    setenv("EVT_CACHE_DIR", "off", 1); /* it compiles (nvcc runs) */
+    evt_diag_init(&d, "qwen3-tiny");
+    evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d);
+    evt_qwen3_opts qo = {.prefetch = 1};
+    char *text = evt_qwen3_program(&c, &qo, &d);
+    evt_graph *g = evt_parse(text, strlen(text), &d);
+    evt_compile_opts co = {.early_loads = 1};
+    evt_module *m = NULL;
+    if (evt_module_build(g, EVT_BACKEND_CUDA, &co, 0, &m, &d)) fail_msg("%s", d.text);
+    assert_string_equal(evt_module_source(m, 0), early);
+    evt_module_free(m);
+    free(text);
+    free(early);
+    evt_diag_free(&d);
+    unsetenv("EVT_CACHE_DIR");
+}
+
 /* Task records and shared-memory launch tables in the generated kernel:
  * every template takes the entry's record; calls whose maps are all known
  * on the host read their waits and notifies from it, calls with a
@@ -152,7 +224,7 @@ static void weight_stream_is_opt_in(void **state)
 static void records_and_tables(void **state)
 {
     (void)state;
-    char *q = tiny_qwen3_cuda(0);
+    char *q = tiny_qwen3_cuda((evt_compile_opts){0});
     assert_true(count(q, "evt_wait_rec(C, W, ") >= 5);  /* GEMVs, norms, attention, merge */
     assert_true(count(q, "evt_notify_rec(C, W, R)") >= 5);
     assert_int_equal(count(q, "const int32_t *I, const evt_task_rec *R)"), count(q, "/* template "));
@@ -195,6 +267,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(examples_compile_for_cuda),
         cmocka_unit_test(weight_stream_is_opt_in),
+        cmocka_unit_test(early_loads_leave_waits_to_the_tile),
         cmocka_unit_test(records_and_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,7 @@ typedef struct cli {
     long long batch, ctx, steps, splits, page, tiles;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, fuse_norm, qkv_per_head, prefetch, argmax_per_tile, merge_per_group;
+    int no_early_loads;
 } cli;
 
 static int usage(const char *msg)
@@ -49,7 +50,7 @@ static int usage(const char *msg)
             "usage: evtc check FILE [--counts]\n"
             "       evtc dump FILE\n"
             "       evtc schedule FILE [--set NAME=VALUE]... [--workers N] [--policy rr|cp] [--sched static|hybrid]\n"
-            "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE] [--stream]\n"
+            "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE] [--stream] [--early-loads]\n"
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
             "                [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
@@ -65,6 +66,8 @@ static int usage(const char *msg)
             "                [--qkv-per-head]     (attention waits for the QKV heads it reads, not the whole projection)\n"
             "                [--argmax-per-tile]  (ablation: one argmax task per row and LM-head tile)\n"
             "                [--merge-per-group]  (ablation: one attention merge per row and kv group at every batch)\n"
+            "                [--no-early-loads]   (ablation: GEMV tiles wait before loading; by default they issue\n"
+            "                                      their first weight loads while warp 0 waits: docs/runtime.md)\n"
             "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
             "                [--stream]           (static workers copy their next GEMV weights into shared memory;\n"
             "                                      CUDA, measured slower: docs/runtime.md)\n"
@@ -159,6 +162,8 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--trust-counts")) c->copts.trust_counts = 1;
         else if (!strcmp(a, "--no-fuse")) c->copts.no_fuse = 1;
         else if (!strcmp(a, "--stream")) c->copts.stream_weights = 1;
+        else if (!strcmp(a, "--early-loads")) c->copts.early_loads = 1;
+        else if (!strcmp(a, "--no-early-loads")) c->no_early_loads = 1;
         else { fprintf(stderr, "evtc: unknown option %s\n", a); return usage(NULL); }
     }
     c->run.trace_path = c->trace;
@@ -400,6 +405,9 @@ static int cmd_decode(cli *c)
     o.build.argmax_per_tile = c->argmax_per_tile;
     o.build.merge_per_group = c->merge_per_group;
     o.compile = c->copts;
+    /* early loads are the decode default (bench/RESULTS.md session 18); the
+       L2 hook (--prefetch) and the weight stream take the calls otherwise */
+    o.compile.early_loads = !c->no_early_loads && !c->prefetch && !c->copts.stream_weights;
     o.build.qkv_per_head = c->qkv_per_head;
     memcpy(o.also, c->also, sizeof o.also);
     o.nalso = c->nalso;

@@ -26,6 +26,10 @@ typedef struct evt_compile_opts {
     int stream_weights; /* CUDA: `prefetch` calls whose operator declares stream_params stream
                            their weights through the producer warp's shared-memory ring
                            (src/device/evt_stream.h); off: the tile's L2 prefetch hook */
+    int early_loads;    /* CUDA: `prefetch` calls whose operator sets waits_in_tile issue their
+                           weight loads before their waits: the dispatch leaves the waits to the
+                           tile (evt_tile_wait), which calls them once its weights are in flight;
+                           off: the tile's L2 prefetch hook (docs/runtime.md) */
 } evt_compile_opts;
 
 /* Individual passes (each returns EVT_OK or appends diagnostics). */

@@ -15,6 +15,7 @@
  */
 #ifndef EVT_DEVICE_H
 #define EVT_DEVICE_H
+#include <stddef.h>
 #include "evt_ctx.h"
 #include "evt_tile.h"
 
@@ -493,5 +494,25 @@ EVT_DEV void evt_trace_start(const evt_ctx *C, evt_worker *W, int64_t task)
 }
 EVT_DEV void evt_trace_end(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_ENDED); }
 EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_NOTIFIED); }
+
+/* The barrier of a task whose waits run beside its tile (an early_loads
+ * call, docs/tile-abi.md): the dispatch sets args.wait_in_tile and sends the
+ * tile's threads in at once, except warp 0, whose leader first runs the
+ * task's waits. The tile calls this once in every thread, after issuing the
+ * loads that do not depend on the waits (its weights) and before anything
+ * they guard: the threads meet warp 0 there. Returns 1 when the task must
+ * stop (launch aborted). With wait_in_tile 0 (waits done before the tile, a
+ * tile harness, the C target) it returns 0 at once. No call: a call in the
+ * GEMV tiles made ptxas spill in other tiles of the megakernel. */
+EVT_DEV int evt_tile_wait(const evt_task_args *a)
+{
+    if (!a->wait_in_tile) return 0;
+    /* args is the worker's own (the dispatch passes &W->args) */
+    const evt_worker *W = (const evt_worker *)((const char *)a - offsetof(evt_worker, args));
+#ifdef __CUDACC__
+    evt_tile_sync_any();
+#endif
+    return W->skip;
+}
 
 #endif

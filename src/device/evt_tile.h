@@ -19,5 +19,10 @@ __device__ __forceinline__ int evt_tile_threads(void) { return (int)blockDim.x; 
 
 __device__ __forceinline__ void evt_tile_sync(void) { __syncthreads(); }
 
+/* The same barrier for threads that reach it from different places in the
+ * code (evt_tile_wait: inside a GEMV unit in some warps, after it in
+ * others): the non-aligned form, which PTX allows there. */
+__device__ __forceinline__ void evt_tile_sync_any(void) { asm volatile("barrier.sync 0;" ::: "memory"); }
+
 #endif
 #endif

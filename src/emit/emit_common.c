@@ -227,6 +227,7 @@ static void emit_args(evt_printer *o, const evt_call *c, ids *t, int streams)
     evt_pr(o, "        A->ntensors = %d; A->nints = %d;\n", nt, ni);
     if (streams) evt_pr(o, "        A->stream = evt_stream_take(&A->stream_at); /* rows the pump put in shared memory */\n");
     else evt_pr(o, "        A->stream = 0; A->stream_at = 0;\n");
+    evt_pr(o, "        A->wait_in_tile = 0;\n");
 }
 
 /* Opens the function body: v[] and X, the bound grid extents of call c. */
@@ -285,14 +286,15 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     /* the leader runs the hook alone (warp 0 running it measured 0.7%
        slower per qwen3-0.6b token: two warp barriers on every GEMV task);
        a streaming call's weights come through the stream instead */
-    if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA && !cp->streams)
+    int early = tgt == EVT_TARGET_CUDA && cp->early_loads; /* the tile runs the record's waits (evt_tile_wait) */
+    if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA && !cp->streams && !early)
         evt_pr(o, "        %s_prefetch_cuda(A); /* weights do not depend on the waits */\n", decl->name);
     /* early push: announce this task's static notifies at dispatch */
-    int early = 0;
+    int push = 0;
     for (int k = 0; k < c->nedges; k++)
-        early |= c->edges[k].kind == EVT_NOTIFY && !evt_edge_is_data(p, c, &c->edges[k]) &&
-                 p->ev[c->edges[k].event->id].kind != EVT_COUNT_DATA;
-    if (early) {
+        push |= c->edges[k].kind == EVT_NOTIFY && !evt_edge_is_data(p, c, &c->edges[k]) &&
+                p->ev[c->edges[k].event->id].kind != EVT_COUNT_DATA;
+    if (push) {
         evt_pr(o, "        if (C->early_push && C->mode == EVT_MODE_DYNAMIC) {\n");
         for (int k = 0; k < c->nedges; k++) {
             const evt_edge *e = &c->edges[k];
@@ -310,7 +312,11 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
        together) */
     int nwaits = 0;
     for (int k = 0; k < c->nedges; k++) nwaits += c->edges[k].kind == EVT_WAIT;
-    if (nwaits && has_rec) {
+    if (nwaits && has_rec && early) {
+        /* run beside the tile, which issues its weight loads meanwhile */
+        evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits: beside the tile (evt_tile_wait) */\n");
+        evt_pr(o, "        A->wait_in_tile = 1;\n        goto waits_done;\n      }\n");
+    } else if (nwaits && has_rec) {
         evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits */\n        if (evt_wait_rec(C, W, ");
         id(o, t, ID_CALL, c->id);
         evt_pr(o, ", R)) W->skip = 1;\n        goto waits_done;\n      }\n");
@@ -355,12 +361,24 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     if (batched) flush_waits(o, c, t);
     if (nwaits) evt_pr(o, "    waits_done:;\n"); /* the waits' exits (a call without waits has none) */
     evt_pr(o, "    }\n    EVT_SYNC();\n    if (W->skip) return;\n");
-    evt_pr(o, "    evt_trace_start(C, W, task);\n");
+    if (early && nwaits && has_rec) {
+        /* warp 0 waits; the other warps enter the tile, issue their weight
+           loads and meet it at the tile's evt_tile_wait */
+        evt_pr(o, "    if (W->args.wait_in_tile) {\n        if (threadIdx.x < 32) {\n");
+        evt_pr(o, "            if (EVT_LEADER && evt_wait_rec(C, W, ");
+        id(o, t, ID_CALL, c->id);
+        evt_pr(o, ", R)) W->skip = 1;\n            evt_trace_start(C, W, task);\n            __syncwarp();\n        }\n");
+        evt_pr(o, "    } else {\n        evt_trace_start(C, W, task);\n    }\n");
+    } else {
+        evt_pr(o, "    evt_trace_start(C, W, task);\n");
+    }
     if (tgt == EVT_TARGET_C)
         evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&W->args);\n", cp->op_index);
     else
-        evt_pr(o, "    %s_cuda(&W->args);\n", decl ? decl->name : c->op);
-    evt_pr(o, "    EVT_SYNC();\n    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
+        evt_pr(o, "    %s%s_cuda(&W->args);\n", decl ? decl->name : c->op, early ? "_early" : "");
+    evt_pr(o, "    EVT_SYNC();\n");
+    if (early && nwaits && has_rec) evt_pr(o, "    if (W->skip) return; /* its own waits stopped (launch aborted) */\n");
+    evt_pr(o, "    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
     if (cp->narm) {
         evt_pr(o, "    /* the last task of this call arms the events whose counts depend on its outputs */\n");
         evt_pr(o, "    if (EVT_LEADER) {\n        int64_t n = 1;\n");

@@ -171,7 +171,8 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     if (o->ctx + o->steps >= bo.max_ctx)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: ctx + steps must stay below the cache capacity %lld",
                               (long long)bo.max_ctx);
-    if (o->compile.stream_weights) bo.prefetch = 1; /* the weight stream takes the prefetch calls */
+    /* the weight stream and the early loads take the prefetch calls */
+    if (o->compile.stream_weights || o->compile.early_loads) bo.prefetch = 1;
     *text = evt_qwen3_program(&c, &bo, d);
     if (!*text) return EVT_ERR_VERIFY;
     *cfg = c;

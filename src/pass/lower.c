@@ -66,18 +66,32 @@ static evt_status find_armers(evt_plan *p, evt_diag *d)
     return st;
 }
 
-int evt_call_streams(const evt_plan *p, const evt_call *c)
+/* 1 if the tensors of call c's operator's stream_params (its weights) are
+   weights or inputs of the program: nothing in a launch writes them, so
+   they may be read before the call's waits */
+static int weights_are_inputs(const evt_call_plan *cp, const evt_call *c)
 {
-    const evt_call_plan *cp = &p->call[c->id];
-    if (!p->stream_weights || !c->prefetch || !cp->decl || !cp->decl->stream_params || !cp->decl->stream_plan ||
-        cp->trigger_edge >= 0)
-        return 0;
+    if (!cp->decl || !cp->decl->stream_params) return 0;
     for (int i = 0; i < c->nargs && i < (int)(8 * sizeof cp->decl->stream_params); i++) {
         if (!(cp->decl->stream_params >> i & 1u)) continue;
         const evt_arg *a = &c->args[i];
         if (a->kind != EVT_ARG_TENSOR || (a->tensor->role != EVT_WEIGHT && a->tensor->role != EVT_INPUT)) return 0;
     }
     return 1;
+}
+
+int evt_call_streams(const evt_plan *p, const evt_call *c)
+{
+    const evt_call_plan *cp = &p->call[c->id];
+    if (!p->stream_weights || !c->prefetch || !cp->decl || !cp->decl->stream_plan || cp->trigger_edge >= 0) return 0;
+    return weights_are_inputs(cp, c);
+}
+
+int evt_call_early_loads(const evt_plan *p, const evt_call *c)
+{
+    const evt_call_plan *cp = &p->call[c->id];
+    if (!p->early_loads || !c->prefetch || !cp->decl || !cp->decl->waits_in_tile || cp->trigger_edge >= 0 || cp->streams) return 0;
+    return weights_are_inputs(cp, c);
 }
 
 evt_status evt_lower(evt_plan *p, evt_diag *d)
@@ -95,7 +109,10 @@ evt_status evt_lower(evt_plan *p, evt_diag *d)
         if (found < 0) { found = p->nops; p->ops[p->nops++] = cp->decl; }
         cp->op_index = found;
     }
-    for (int c = 0; c < g->ncalls; c++) p->nstreams += p->call[c].streams = evt_call_streams(p, g->calls[c]);
+    for (int c = 0; c < g->ncalls; c++) {
+        p->nstreams += p->call[c].streams = evt_call_streams(p, g->calls[c]);
+        p->call[c].early_loads = evt_call_early_loads(p, g->calls[c]);
+    }
     evt_infer_counts(p);
     return find_armers(p, d);
 }
@@ -139,6 +156,7 @@ evt_status evt_compile(evt_graph *g, const evt_compile_opts *o, evt_plan **out, 
     if (!p) return EVT_ERR_NOMEM;
     p->g = g;
     p->stream_weights = o->stream_weights;
+    p->early_loads = o->early_loads;
     if (!o->no_fuse) p->nfused = evt_pass_fuse_events(g);
     p->ev = calloc(g->nevents + 1, sizeof *p->ev);
     p->call = calloc(g->ncalls + 1, sizeof *p->call);

@@ -36,6 +36,8 @@ typedef struct evt_call_plan {
     int *arm;              /* events this call arms (after its last task) */
     int streams;           /* 1: the call's weights come through the workers' weight streams
                               (CUDA; src/device/evt_stream.h; evt_call_streams) */
+    int early_loads;       /* 1: the tile issues its weight loads before its waits, which it runs
+                              itself (CUDA, tasks with records; evt_call_early_loads) */
 } evt_call_plan;
 
 struct evt_plan {
@@ -49,6 +51,7 @@ struct evt_plan {
     int nfused;            /* events removed by fusion */
     int nstreams;          /* calls that stream their weights */
     int stream_weights;    /* evt_compile_opts.stream_weights */
+    int early_loads;       /* evt_compile_opts.early_loads */
 };
 
 /* ---- concrete shapes (host) ---- */
@@ -105,6 +108,11 @@ int evt_call_has_records(const evt_plan *p, const evt_call *c);
  * call's tasks exist independently of data (no trigger-range wait: the
  * producer must know which tasks will run). */
 int evt_call_streams(const evt_plan *p, const evt_call *c);
+/* 1 if call c's tile loads its weights before its waits: annotated
+ * `prefetch`, compiled with early_loads, its operator sets waits_in_tile,
+ * its stream_params tensors are weights or inputs (nothing in a launch
+ * writes them), no trigger-range wait and no weight stream. */
+int evt_call_early_loads(const evt_plan *p, const evt_call *c);
 
 /* Symbolic count inference (infer_counts.c). */
 void evt_infer_counts(evt_plan *p);

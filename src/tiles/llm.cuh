@@ -220,6 +220,13 @@ __device__ __noinline__ void linear_res_cuda(const evt_task_args *a) { evt_llm_g
 __device__ __noinline__ void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, false>(a); }
 __device__ __noinline__ void rms_linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, true>(a); }
 __device__ __noinline__ void rms_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, true>(a); }
+/* early loads (evt_call_plan.early_loads): the same, issuing the first
+   weight loads before the barrier with warp 0's waits (evt_tile_wait) */
+__device__ __noinline__ void linear_early_cuda(const evt_task_args *a) { evt_llm_gemv<0, false, true>(a); }
+__device__ __noinline__ void linear_res_early_cuda(const evt_task_args *a) { evt_llm_gemv<1, false, true>(a); }
+__device__ __noinline__ void mlp_up_early_cuda(const evt_task_args *a) { evt_llm_gemv<2, false, true>(a); }
+__device__ __noinline__ void rms_linear_early_cuda(const evt_task_args *a) { evt_llm_gemv<0, true, true>(a); }
+__device__ __noinline__ void rms_mlp_up_early_cuda(const evt_task_args *a) { evt_llm_gemv<2, true, true>(a); }
 
 /* Prefetch hooks (the leader, before its waits): an L2 prefetch of the rows
    of the weights, t[1] (and t[2]). (A call that streams runs no hook.) */

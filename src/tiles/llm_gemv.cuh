@@ -92,10 +92,10 @@ __device__ __forceinline__ float evt_llm_sumsq8(float ss, uint4 v)
     return ss;
 }
 
-template <int NB8, int NW, int RT, bool NORM, bool SM>
-__device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, const evt_bf16 *wn,
+template <int NB8, int NW, int RT, bool NORM, bool SM, bool EARLY>
+__device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, const evt_bf16 *wn,
                                              int64_t K, int64_t wrow0, int64_t n0, int64_t n1, int64_t b0, int64_t B,
-                                             int64_t c0, int64_t c1, float acc[NW][RT][NB8][4])
+                                             int64_t c0, int64_t c1, float acc[NW][RT][NB8][4], const evt_task_args *wa)
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     bool rok[RT][2];
@@ -156,9 +156,27 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
                         if constexpr (SM) w[u][q][r][h] = kok && rok[r][h] ? evt_llm_lds(ws[q][r][h] + (uint32_t)k * 2u) : z;
                         else w[u][q][r][h] = kok && rok[r][h] ? evt_llm_ldw(wp[q][r][h] + k) : z;
                     }
+            if constexpr (!EARLY) {
 #pragma unroll
-            for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
-            if (NORM) wv[u] = kok ? __ldg((const uint4 *)(wn + 8 * t + k)) : z;
+                for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
+                if (NORM) wv[u] = kok ? __ldg((const uint4 *)(wn + 8 * t + k)) : z;
+            }
+        }
+        if constexpr (EARLY) {
+            /* early loads: the first chunks' weights are in flight while
+               warp 0 runs the task's waits (x is what they guard) */
+            if (wa) {
+                if (evt_tile_wait(wa)) return true;
+                wa = nullptr;
+            }
+#pragma unroll
+            for (int u = 0; u < UN; u++) {
+                int64_t k = (c + u) * 32;
+                bool kok = c + u < c1;
+#pragma unroll
+                for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
+                if (NORM) wv[u] = kok ? __ldg((const uint4 *)(wn + 8 * t + k)) : z;
+            }
         }
         if (NORM) {
 #pragma unroll
@@ -179,6 +197,8 @@ __device__ __forceinline__ void evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
                         evt_llm_mma(acc[q][r][j], w0->z, w1->z, w0->w, w1->w, xv[u][j].z, xv[u][j].w);
                     }
     }
+    if constexpr (EARLY) return wa && evt_tile_wait(wa); /* an empty k range still meets the barrier */
+    return false;
 }
 
 /* Row scales of the fused-norm tiles: evt_llm_rms[b] = rsqrt(mean(x[b]^2)
@@ -240,8 +260,15 @@ __device__ __forceinline__ const evt_bf16 *evt_llm_norm_w(const evt_task_args *a
 template <bool NORM>
 __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { return NORM ? (float)a->iarg[1] * 1e-12f : 0.f; }
 
+#ifndef EVT_LLM_EARLY_MAX_NB8
+#define EVT_LLM_EARLY_MAX_NB8 1 /* early loads (EARLY) in units of at most 8 x this batch rows (B <= 8); larger
+                                   units wait first. 8 (every unit) was 3.6-4.1% faster still at batch 64 on an
+                                   H100 but made ptxas spill 28 bytes in the megakernel's attention tile
+                                   (bench/RESULTS.md session 18) */
+#endif
+
 /* Rows [n0, n1) of the task's output, weights at W0 (W1) as evt_llm_unit. */
-template <int MODE, int NB8, int RT, bool NORM, bool SM>
+template <int MODE, int NB8, int RT, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
                                                  int64_t n0, int64_t n1)
 {
@@ -250,7 +277,10 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     constexpr int BB = 8 * NB8, RB = 16 * RT;
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    if (n0 >= n1) return;
+    if (n0 >= n1) {
+        if constexpr (EARLY) evt_tile_wait(a);
+        return;
+    }
     /* unit and split indices in 32 bits: 64-bit divisions are helper calls */
     const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (int)((B + BB - 1) / BB), U = nrt * nbg, nch = (int)(K / 32);
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -258,8 +288,19 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     if (ksplit > nch) ksplit = nch;
     if (ksplit * U * RB * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW);
     if (ksplit < 1) ksplit = 1;
+    /* EARLY: the task's barrier with warp 0's waits (evt_tile_wait, once in
+       every thread) after the first weight loads of the warp's first unit,
+       or before everything when the fused norm's row scales (x) come first
+       or the units hold more than EVT_LLM_EARLY_MAX_NB8 x 8 batch rows */
+    const evt_task_args *wa = EARLY ? a : nullptr;
+    if (EARLY && NB8 > EVT_LLM_EARLY_MAX_NB8) {
+        if (evt_tile_wait(a)) return;
+        wa = nullptr;
+    }
     if (ksplit == 1) {
         if (NORM) {
+            if (wa && evt_tile_wait(a)) return;
+            wa = nullptr;
             evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
             evt_tile_sync();
         }
@@ -267,7 +308,8 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
             int rt = u / nbg, bg = u % nbg;
             float acc[NW][RT][NB8][4] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
-            evt_llm_unit<NB8, NW, RT, NORM, SM>(x, W0, W1, wn, K, wrow0, r0, n1, b0, B, 0, nch, acc);
+            if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, wn, K, wrow0, r0, n1, b0, B, 0, nch, acc, wa)) return;
+            wa = nullptr;
 #pragma unroll
             for (int r = 0; r < RT; r++)
 #pragma unroll
@@ -281,6 +323,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
                         }
                     }
         }
+        if (EARLY && wa) evt_tile_wait(wa); /* a warp without units (the result is the other threads') */
         return;
     }
     /* fewer units than warps: split K, partials in shared memory */
@@ -290,7 +333,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
         int rt = u / nbg, bg = u % nbg;
         int c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
         float acc[NW][RT][NB8][4] = {};
-        evt_llm_unit<NB8, NW, RT, NORM, SM>(x, W0, W1, wn, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc);
+        if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, wn, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc, wa)) return;
 #pragma unroll
         for (int q = 0; q < NW; q++)
 #pragma unroll
@@ -302,6 +345,8 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
                         int rr = r * 16 + g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
                         part[(((ks * U + u) * NW + q) * RB + rr) * BB + bb] = acc[q][r][j][e];
                     }
+    } else if (wa && evt_tile_wait(a)) {
+        return;
     }
     /* the row scales here, not first: their loads overlap the slower warps */
     if (NORM) evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
@@ -321,7 +366,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
 }
 
 /* Generic path: one warp per (row, batch), scalar loads. */
-template <int MODE, bool NORM>
+template <int MODE, bool NORM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
 {
     const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
@@ -329,6 +374,7 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
     const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
     evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    if (EARLY && evt_tile_wait(a)) return;
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
     for (int64_t e = warp; e < (n1 - n0) * B; e += nwarps) {
         int64_t n = n0 + e / B, b = e % B;
@@ -353,12 +399,12 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
 }
 
 /* Rows [n0, n1) from W0 (W1), nr of them per tile at most: the unit shapes. */
-template <int MODE, bool NORM, bool SM>
+template <int MODE, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_rows(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
                                                   int64_t n0, int64_t n1, int64_t nr)
 {
     int64_t B = a->t[0].dim[0];
-    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1); return; }
+    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1); return; }
     /* Larger batches. "Wide" units hold every batch row (up to 64; beyond,
      * two passes) and one 16-row tile, so each weight row is loaded once
      * per task; narrower units (16 or 32 batch rows, up to 4 row tiles
@@ -378,30 +424,33 @@ __device__ __forceinline__ void evt_llm_gemv_rows(const evt_task_args *a, const 
      * megakernel's call graph and lost 14-38% at batch 32 and 64. */
     if (MODE == 2) {
         if (B <= 16 || nr < 64) {
-            if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM, SM>(a, W0, W1, wrow0, n0, n1);
-            else evt_llm_gemv_mma<MODE, 2, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
-        } else if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
-        else evt_llm_gemv_mma<MODE, 8, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
-    } else if (B <= 16) evt_llm_gemv_mma<MODE, 2, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+            if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+            else evt_llm_gemv_mma<MODE, 2, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+        } else if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+        else evt_llm_gemv_mma<MODE, 8, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+    } else if (B <= 16) evt_llm_gemv_mma<MODE, 2, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
     else if (nr <= 16 || nr >= 128) {
-        if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
-        else evt_llm_gemv_mma<MODE, 8, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
-    } else if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4, NORM, SM>(a, W0, W1, wrow0, n0, n1);
-    else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2, NORM, SM>(a, W0, W1, wrow0, n0, n1);
-    else evt_llm_gemv_mma<MODE, 4, 1, NORM, SM>(a, W0, W1, wrow0, n0, n1);
+        if (B <= 32) evt_llm_gemv_mma<MODE, 4, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+        else evt_llm_gemv_mma<MODE, 8, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+    } else if (nr >= 64) evt_llm_gemv_mma<MODE, 4, 4, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+    else if (nr >= 32) evt_llm_gemv_mma<MODE, 4, 2, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+    else evt_llm_gemv_mma<MODE, 4, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
 }
 
-template <int MODE, bool NORM>
+template <int MODE, bool NORM, bool EARLY = false>
 __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
 {
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
                    (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
-    if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM>(a); return; }
+    if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM, EARLY>(a); return; }
     const evt_bf16 *W0 = (const evt_bf16 *)a->t[1].ptr, *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T, n0, n1; /* rows per tile, at most */
     evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
-    if (n0 >= n1) return;
+    if (n0 >= n1) {
+        if constexpr (EARLY) evt_tile_wait(a);
+        return;
+    }
 #if EVT_STREAM
     /* the first ns rows of the band came through the weight stream (the
        worker's leader copied rows [n0, n0 + ns) of W, and of Wu for mlp_up,
@@ -411,15 +460,15 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     int64_t ns = a->stream < n1 - n0 ? a->stream : n1 - n0;
     if (ns > 0) {
         if (n0 + ns < n1) {
-            evt_llm_gemv_rows<MODE, NORM, false>(a, W0, W1, 0, n0 + ns, n1, n1 - n0 - ns);
+            evt_llm_gemv_rows<MODE, NORM, false, EARLY>(a, W0, W1, 0, n0 + ns, n1, n1 - n0 - ns);
             evt_tile_sync(); /* the partials and row scales in shared memory are reused */
         }
         const evt_bf16 *S0 = (const evt_bf16 *)evt_stream_rows_ready(a), *S1 = S0 + ns * K;
-        evt_llm_gemv_rows<MODE, NORM, true>(a, S0, S1, n0, n0, n0 + ns, ns == n1 - n0 ? nr : ns);
+        evt_llm_gemv_rows<MODE, NORM, true, false>(a, S0, S1, n0, n0, n0 + ns, ns == n1 - n0 ? nr : ns);
         return;
     }
 #endif
-    evt_llm_gemv_rows<MODE, NORM, false>(a, W0, W1, 0, n0, n1, nr);
+    evt_llm_gemv_rows<MODE, NORM, false, EARLY>(a, W0, W1, 0, n0, n1, nr);
 }
 
 #endif

@@ -19,7 +19,13 @@
 # path only (batch 40: the GEMV units that hold every
 # batch row; 100: two passes of 64 rows); --no-records runs the static schedule with
 # its maps evaluated on the device (no task records, launch tables in
-# global memory). Prints "N passed, N failed".
+# global memory). ctx 600 at B = 20: one split of 601 positions per task
+# (ten steps of the attention's pipelined loop per warp).
+# The default build's GEMV tiles issue their first weight loads while warp 0
+# runs the task's waits (early loads: B <= 8 in the cases above, every
+# schedule with task records; at 12 with the fused norms, which wait first);
+# --no-early-loads runs the plain form (waits, then the tile).
+# ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp/evt-decode-check}/decode_check
@@ -30,6 +36,7 @@ fail=0
 run_case() { # name model batch ctx steps [extra evtc args]
     local name=$1 model=$2 b=$3 ctx=$4 steps=$5
     shift 5
+    [ -n "${ONLY:-}" ] && ! echo "$name" | grep -Eq -- "$ONLY" && return 0
     timeout 300 build/evtc decode --model "$model" --batch "$b" --ctx "$ctx" --steps "$steps" --backend cuda --check \
         --sched static --also kbk,graph,dynamic,hybrid "$@" > "$LOG/$name.log" 2>&1
     local rc=$? worst
@@ -63,6 +70,10 @@ unset EVT_STREAM_RING
 run_case mid-b40 tests/gpu/qwen3-mid.json 40 33 2
 run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
 run_case mid-b4-prefetch tests/gpu/qwen3-mid.json 4 64 2 --prefetch
+run_case mid-b20-ctx600 tests/gpu/qwen3-mid.json 20 600 2
+run_case mid-b12-fusenorm tests/gpu/qwen3-mid.json 12 64 2 --fuse-norm
+run_case tiny-b2-noearly examples/qwen3-tiny.json 2 32 3 --no-early-loads
+run_case mid-b4-noearly tests/gpu/qwen3-mid.json 4 64 2 --no-early-loads
 run_case mid-b6-norecords tests/gpu/qwen3-mid.json 6 64 2 --no-records
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

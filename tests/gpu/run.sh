@@ -20,7 +20,8 @@
 #    qwen3-0.6b and -8b shapes, B = 1, 8, 16, 64); the GEMV reading weights
 #    from shared memory runs in tests/gpu/decode_check.sh (--stream)
 # 10. no tile function of a decode megakernel spills registers, default build
-#     and --stream (ptxas -v; the kernel-by-kernel entry: at most 16 bytes per tile)
+#     (early loads), --no-early-loads and --stream (ptxas -v; the
+#     kernel-by-kernel entry: at most 16 bytes per tile)
 # 11. the decode megakernel against the C reference under every schedule,
 #     default build and weight stream (tests/gpu/decode_check.sh)
 # Prints PASS/FAIL per check and a final "N passed, N failed".
@@ -179,9 +180,9 @@ say "== register spills in the tiles of a decode megakernel"
 # under another allocation; there a tile may spill at most 16 bytes (since
 # session 10 attn_rope_split keeps one register of its norm prologue in local
 # memory there, once per task: bench/RESULTS.md), more fails too
-for variant in default stream; do
+for variant in default noearly stream; do
 rm -f "$LOG/ptxas_decode.txt"
-flag=; [ $variant = stream ] && flag=--stream
+flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads
 if EVT_CACHE_DIR=$ART/kc-spills EVT_NVCCFLAGS="-Xptxas -v" EVT_NVCC_LOG="$LOG/ptxas_decode.txt" \
        build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 16 --steps 1 --backend cuda $flag >> "$MAIN" 2>&1; then
     # one line per spilling tile: "bad" in the megakernel or over 16 bytes, else "minor"
