@@ -101,6 +101,32 @@ static int count(const char *s, const char *what)
     return n;
 }
 
+/* The tiny Qwen3 step (GEMV calls annotated prefetch) built into a module
+ * with co compiles with nvcc (the cache is off, so nvcc runs) from the
+ * source `expected`; skipped with a message where nvcc is not installed. */
+static void tiny_qwen3_compiles(const char *expected, evt_compile_opts co, const char *what)
+{
+    if (!have_nvcc()) {
+        print_message("nvcc not found: the %s kernel is not compiled on this machine\n", what);
+        return;
+    }
+    setenv("EVT_CACHE_DIR", "off", 1);
+    evt_diag d;
+    evt_diag_init(&d, "qwen3-tiny");
+    evt_qwen3_config c;
+    evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d);
+    evt_qwen3_opts qo = {.prefetch = 1};
+    char *text = evt_qwen3_program(&c, &qo, &d);
+    evt_graph *g = evt_parse(text, strlen(text), &d);
+    evt_module *m = NULL;
+    if (evt_module_build(g, EVT_BACKEND_CUDA, &co, 0, &m, &d)) fail_msg("%s", d.text);
+    assert_string_equal(evt_module_source(m, 0), expected);
+    evt_module_free(m); /* and g, which the module owns */
+    free(text);
+    evt_diag_free(&d);
+    unsetenv("EVT_CACHE_DIR");
+}
+
 static void weight_stream_is_opt_in(void **state)
 {
     (void)state;
@@ -118,29 +144,8 @@ static void weight_stream_is_opt_in(void **state)
     assert_int_equal(count(streamed, "_prefetch_cuda(A)"), 0);
     assert_null(strstr(streamed, "evt_stream_calls = 0;"));
     free(plain);
-    if (!have_nvcc()) {
-        print_message("nvcc not found: the streamed kernel is not compiled on this machine\n");
-        free(streamed);
-        return;
-    }
-    /* it compiles (the cache is off, so nvcc runs) */
-    setenv("EVT_CACHE_DIR", "off", 1);
-    evt_diag d;
-    evt_diag_init(&d, "qwen3-tiny");
-    evt_qwen3_config c;
-    evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d);
-    evt_qwen3_opts qo = {.prefetch = 1};
-    char *text = evt_qwen3_program(&c, &qo, &d);
-    evt_graph *g = evt_parse(text, strlen(text), &d);
-    evt_compile_opts co = {.stream_weights = 1};
-    evt_module *m = NULL;
-    if (evt_module_build(g, EVT_BACKEND_CUDA, &co, 0, &m, &d)) fail_msg("%s", d.text);
-    assert_string_equal(evt_module_source(m, 0), streamed);
-    evt_module_free(m); /* and g, which the module owns */
-    free(text);
+    tiny_qwen3_compiles(streamed, (evt_compile_opts){.stream_weights = 1}, "streamed");
     free(streamed);
-    evt_diag_free(&d);
-    unsetenv("EVT_CACHE_DIR");
 }
 
 /* Early loads (evt_compile_opts.early_loads): the GEMV calls annotated
@@ -193,26 +198,8 @@ static void early_loads_leave_waits_to_the_tile(void **state)
     }
     evt_diag_free(&d);
     free(plain);
-    if (!have_nvcc()) {
-        print_message("nvcc not found: the early-loads kernel is not compiled on this machine\n");
-        free(early);
-        return;
-    }
-    setenv("EVT_CACHE_DIR", "off", 1); /* it compiles (nvcc runs) */
-    evt_diag_init(&d, "qwen3-tiny");
-    evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d);
-    evt_qwen3_opts qo = {.prefetch = 1};
-    char *text = evt_qwen3_program(&c, &qo, &d);
-    evt_graph *g = evt_parse(text, strlen(text), &d);
-    evt_compile_opts co = {.early_loads = 1};
-    evt_module *m = NULL;
-    if (evt_module_build(g, EVT_BACKEND_CUDA, &co, 0, &m, &d)) fail_msg("%s", d.text);
-    assert_string_equal(evt_module_source(m, 0), early);
-    evt_module_free(m);
-    free(text);
+    tiny_qwen3_compiles(early, (evt_compile_opts){.early_loads = 1}, "early-loads");
     free(early);
-    evt_diag_free(&d);
-    unsetenv("EVT_CACHE_DIR");
 }
 
 /* Task records and shared-memory launch tables in the generated kernel:

@@ -23,13 +23,13 @@ typedef struct evt_plan evt_plan;
 typedef struct evt_compile_opts {
     int no_fuse;        /* skip event fusion */
     int trust_counts;   /* accept declared counts that differ from inferred ones */
-    int stream_weights; /* CUDA: `prefetch` calls whose operator declares stream_params stream
-                           their weights through the producer warp's shared-memory ring
-                           (src/device/evt_stream.h); off: the tile's L2 prefetch hook */
-    int early_loads;    /* CUDA: `prefetch` calls whose operator sets waits_in_tile issue their
-                           weight loads before their waits: the dispatch leaves the waits to the
-                           tile (evt_tile_wait), which calls them once its weights are in flight;
-                           off: the tile's L2 prefetch hook (docs/runtime.md) */
+    int stream_weights; /* CUDA: `prefetch` calls whose operator declares stream_params and
+                           stream_plan stream their weights through the static workers'
+                           shared-memory ring (src/device/evt_stream.h); off: the L2 prefetch hook */
+    int early_loads;    /* CUDA: `prefetch` calls whose operator sets waits_in_tile run its early
+                           form: warps 1-7 issue their weight loads while warp 0 runs the task's
+                           waits, all meet at evt_tile_wait; off: the L2 prefetch hook
+                           (docs/runtime.md; the stream takes precedence) */
 } evt_compile_opts;
 
 /* Individual passes (each returns EVT_OK or appends diagnostics). */

@@ -62,9 +62,10 @@ typedef struct evt_tile_decl {
     evt_tile_stream_fn stream_plan; /* the band of rows a task reads (host, at bind time), and
                                    <name>_cuda reads the leading args->stream rows of it from shared
                                    memory (the weight stream: src/device/evt_stream.h, docs/tile-abi.md) */
-    int waits_in_tile;          /* CUDA: <name>_cuda calls evt_tile_wait(args) once, on every path and in
-                                   every thread, before it reads anything the waits guard; it may load
-                                   its stream_params tensors before (early_loads calls) */
+    int waits_in_tile;          /* CUDA: <name>_early_cuda(args) exists: it may load its stream_params
+                                   tensors first, then calls evt_tile_wait(args) once, on every path and
+                                   in every thread, before it reads or writes anything the waits guard
+                                   (early_loads calls; docs/tile-abi.md) */
 } evt_tile_decl;
 
 /* Looks an operator up by name among the built-ins and user-registered ones. */

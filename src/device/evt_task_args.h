@@ -34,10 +34,9 @@ typedef struct evt_task_args {
                                         src/device/evt_stream.h) */
     uint32_t stream_at;              /* CUDA: where they lie and which barrier they complete on
                                         (EVT_STREAM_AT); 0 when stream is 0 */
-    int32_t wait_in_tile;            /* CUDA: 1 when the task's waits are still to come: the tile
-                                        runs them with evt_tile_wait once its weight loads are
+    int32_t wait_in_tile;            /* CUDA: 1 while warp 0 still runs the task's waits: the
+                                        tile meets it at evt_tile_wait once its weight loads are
                                         issued (early_loads calls); 0: done before the tile */
-    int32_t pad_;
 } evt_task_args;
 
 #endif

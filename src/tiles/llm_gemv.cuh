@@ -293,14 +293,12 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
        or before everything when the fused norm's row scales (x) come first
        or the units hold more than EVT_LLM_EARLY_MAX_NB8 x 8 batch rows */
     const evt_task_args *wa = EARLY ? a : nullptr;
-    if (EARLY && NB8 > EVT_LLM_EARLY_MAX_NB8) {
+    if (EARLY && (NB8 > EVT_LLM_EARLY_MAX_NB8 || (NORM && ksplit == 1))) {
         if (evt_tile_wait(a)) return;
         wa = nullptr;
     }
     if (ksplit == 1) {
         if (NORM) {
-            if (wa && evt_tile_wait(a)) return;
-            wa = nullptr;
             evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
             evt_tile_sync();
         }
