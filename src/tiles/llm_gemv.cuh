@@ -363,6 +363,193 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     }
 }
 
+/* ------------------------------------------ x staged (large batches) --- */
+/* Above 16 batch rows the register units spend most of their load
+ * registers on x fragments (a wide unit of gate + up holds 4 weight and 8 x
+ * registers' quads per k chunk: one chunk of weights in flight per warp)
+ * and every warp reads all of x from L2 (2x the task's weight bytes for
+ * qwen3-8b's mlp_up at batch 64). Here the block stages x through shared
+ * memory instead, one k stage at a time for all its warps (16-byte
+ * cp.async.cg, two stages of EVT_LLM_XS_BYTES in evt_llm_smem, one block
+ * barrier per stage), so the load registers hold weights only: 8 k chunks
+ * of one weight (4 of gate and up) in flight per warp. Units are 16 weight
+ * rows x 8 * NB8 batch rows, K split across warps as evt_llm_gemv_mma does
+ * (the same k order per output and the same partial sums: results equal
+ * the register units' bit for bit where both pick the same split). */
+#ifndef EVT_LLM_XS_MIN_B
+#define EVT_LLM_XS_MIN_B 17 /* batch rows from which the linear family stages x (100000: never) */
+#endif
+#define EVT_LLM_XS_BYTES (2 * EVT_LLM_SMEM_FLOATS) /* one x stage: half the scratch */
+
+__device__ __forceinline__ void evt_llm_cp16(uint32_t dst, const void *src, bool ok)
+{
+    /* 16 bytes global -> shared through L2 only (x is written in this launch), zeros when !ok */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+
+/* Issue stage s of x: for each k slice ks < ksplit, chunks c0(ks) + s*sc +
+ * [0, sc) of rows [0, Bp) (zeros past B or past the slice), laid out
+ * [ks][chunk][row][32 k] (64 bytes a row: a quarter warp's 16-byte reads of
+ * 2 rows x 4 lanes fall in 128 contiguous bytes, no bank conflict). */
+__device__ __forceinline__ void evt_llm_xs_issue(uint32_t buf, const evt_bf16 *x, int B, int Bp, int64_t K, int nch, int ksplit,
+                                                 int sc, int s)
+{
+    int pieces = ksplit * sc * Bp * 4;
+    for (int i = threadIdx.x; i < pieces; i += evt_tile_threads()) {
+        int p = i & 3, q = i >> 2, row = q % Bp, cs = q / Bp, uu = cs % sc, ks = cs / sc;
+        int c = nch * ks / ksplit + s * sc + uu, c1 = nch * (ks + 1) / ksplit;
+        bool ok = row < B && c < c1;
+        evt_llm_cp16(buf + (uint32_t)i * 16u, ok ? (const void *)(x + row * K + c * 32 + p * 8) : (const void *)x, ok);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* Rows [n0, n1) of the task's output with x staged; false (having done
+ * nothing) when the shape does not fit the stages. EARLY: the first weight
+ * loads are in flight before the task's barrier with warp 0's waits. */
+#ifndef EVT_LLM_XS_INLINE
+#define EVT_LLM_XS_INLINE __forceinline__
+#endif
+#ifndef EVT_LLM_XS_LOAD_REGS
+#define EVT_LLM_XS_LOAD_REGS 32
+#endif
+#ifndef EVT_LLM_XS_AHEAD
+#define EVT_LLM_XS_AHEAD 2
+#endif
+#ifndef EVT_LLM_XS_MAX_KSPLIT
+#define EVT_LLM_XS_MAX_KSPLIT 1
+#endif
+#ifndef EVT_LLM_XS_EARLY
+#define EVT_LLM_XS_EARLY 1
+#endif
+template <int MODE, int NB8, bool EARLY>
+__device__ EVT_LLM_XS_INLINE bool evt_llm_gemv_xs(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t n0,
+                                                int64_t n1)
+{
+    constexpr int NW = MODE == 2 ? 2 : 1, BB = 8 * NB8, RB = 16;
+    constexpr int WU = EVT_LLM_XS_LOAD_REGS / (4 * 2 * NW) < 1 ? 1 : EVT_LLM_XS_LOAD_REGS / (4 * 2 * NW); /* weight chunks in flight */
+    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr;
+    int64_t K = a->t[0].dim[1];
+    const int B = (int)a->t[0].dim[0], nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (B + BB - 1) / BB, U = nrt * nbg,
+              nch = (int)(K / 32), Bp = nbg * BB;
+    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int ksplit = U >= nwarps ? 1 : nwarps / U;
+    if (ksplit > nch) ksplit = nch;
+    if (ksplit * U * RB * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW);
+    if (ksplit < 1) ksplit = 1;
+    const int len = (nch + ksplit - 1) / ksplit; /* chunks in the longest k slice */
+    int sc = 1; /* chunks per stage: a power of two, the stage within EVT_LLM_XS_BYTES and the slice */
+    while (2 * sc <= len && 2 * sc * ksplit * Bp * 64 <= EVT_LLM_XS_BYTES) sc *= 2;
+    if (sc * ksplit * Bp * 64 > EVT_LLM_XS_BYTES || nwarps < 1) return false;
+    /* x arrives one stage ahead: a stage must span EVT_LLM_XS_AHEAD groups
+       of weight loads to hide it (and few-row tasks, split K, read more x
+       than weights: the register units load it straight to registers) */
+    if (ksplit > EVT_LLM_XS_MAX_KSPLIT || (sc < EVT_LLM_XS_AHEAD * WU && sc < len)) return false;
+    const int nst = (len + sc - 1) / sc, rounds = ksplit > 1 ? 1 : (U + nwarps - 1) / nwarps;
+    const uint32_t xs0 = (uint32_t)__cvta_generic_to_shared(evt_llm_smem);
+    const evt_task_args *wa = EARLY ? a : nullptr;
+    for (int round = 0; round < rounds; round++) {
+        int u = ksplit > 1 ? warp % U : round * nwarps + warp, ks = ksplit > 1 ? warp / U : 0;
+        bool active = ksplit > 1 ? warp < U * ksplit : u < U;
+        int rt = active ? u / nbg : 0, bg = active ? u % nbg : 0;
+        int c0 = nch * ks / ksplit, mylen = active ? nch * (ks + 1) / ksplit - c0 : 0;
+        int64_t r0 = n0 + rt * RB;
+        const evt_bf16 *wp[NW][2];
+        bool rok[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int64_t n = r0 + g + h * 8;
+            rok[h] = n < n1;
+            wp[0][h] = W0 + n * K + (int64_t)c0 * 32 + 8 * t;
+            if (NW > 1) wp[NW - 1][h] = W1 + n * K + (int64_t)c0 * 32 + 8 * t;
+        }
+        float acc[NW][NB8][4] = {};
+        const uint4 z = make_uint4(0, 0, 0, 0);
+        for (int cb = 0; cb < nst * sc; cb += WU) { /* a group of WU chunks: sc of them per stage */
+            uint4 w[WU][NW][2];
+#pragma unroll
+            for (int v = 0; v < WU; v++)
+#pragma unroll
+                for (int q = 0; q < NW; q++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        w[v][q][h] = cb + v < mylen && rok[h] ? evt_llm_ldw(wp[q][h] + (int64_t)(cb + v) * 32) : z;
+            if (EARLY && wa) {
+                if (evt_tile_wait(wa)) return true;
+                wa = nullptr;
+            }
+#pragma unroll
+            for (int v = 0; v < WU; v++) {
+                int cc = cb + v, s = cc / sc;
+                if (cc >= nst * sc) break; /* the same in every warp */
+                if ((cc & (sc - 1)) == 0) { /* stage s: landed everywhere, s - 1 read everywhere */
+                    if (s == 0) evt_llm_xs_issue(xs0, x, B, Bp, K, nch, ksplit, sc, 0);
+                    asm volatile("cp.async.wait_group 0;" ::: "memory");
+                    evt_tile_sync();
+                    if (s + 1 < nst) evt_llm_xs_issue(xs0 + (uint32_t)((s + 1) & 1) * EVT_LLM_XS_BYTES, x, B, Bp, K, nch, ksplit, sc, s + 1);
+                }
+                if (cc < mylen) {
+                    uint32_t xa = xs0 + (uint32_t)(s & 1) * EVT_LLM_XS_BYTES +
+                                  (uint32_t)(((ks * sc + (cc & (sc - 1))) * Bp + bg * BB + g) * 64 + 16 * t);
+#pragma unroll
+                    for (int j = 0; j < NB8; j++) {
+                        uint4 xv = evt_llm_lds(xa + (uint32_t)j * 8u * 64u);
+#pragma unroll
+                        for (int q = 0; q < NW; q++) {
+                            evt_llm_mma(acc[q][j], w[v][q][0].x, w[v][q][1].x, w[v][q][0].y, w[v][q][1].y, xv.x, xv.y);
+                            evt_llm_mma(acc[q][j], w[v][q][0].z, w[v][q][1].z, w[v][q][0].w, w[v][q][1].w, xv.z, xv.w);
+                        }
+                    }
+                }
+            }
+        }
+        if (EARLY && wa) { /* no k chunks at all: still meet the waits */
+            if (evt_tile_wait(wa)) return true;
+            wa = nullptr;
+        }
+        evt_tile_sync(); /* every warp is done with the stages: the scratch is free */
+        if (!active) continue;
+        if (ksplit == 1) {
+#pragma unroll
+            for (int j = 0; j < NB8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int64_t n = r0 + g + (e >> 1) * 8;
+                    int b = bg * BB + 8 * j + 2 * t + (e & 1);
+                    if (n < n1 && b < B) evt_llm_out<MODE>(a, b, n, acc[0][j][e], acc[NW - 1][j][e]);
+                }
+        } else {
+            float *part = evt_llm_smem; /* [ks][u][w][RB][BB] */
+#pragma unroll
+            for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int j = 0; j < NB8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int rr = g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
+                        part[(((ks * U + u) * NW + q) * RB + rr) * BB + bb] = acc[q][j][e];
+                    }
+        }
+    }
+    if (ksplit > 1) {
+        evt_tile_sync();
+        for (int i = threadIdx.x; i < U * RB * BB; i += evt_tile_threads()) {
+            int u = i / (RB * BB), r = (i / BB) % RB, bb = i % BB;
+            int64_t n = n0 + (u / nbg) * RB + r;
+            int b = (u % nbg) * BB + bb;
+            if (n >= n1 || b >= B) continue;
+            const float *part = evt_llm_smem;
+            float s0 = 0, s1 = 0;
+            for (int ks = 0; ks < ksplit; ks++) {
+                s0 += part[(((ks * U + u) * NW + 0) * RB + r) * BB + bb];
+                s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * BB + bb];
+            }
+            evt_llm_out<MODE>(a, b, n, s0, s1);
+        }
+    }
+    return true;
+}
+
 /* Generic path: one warp per (row, batch), scalar loads. */
 template <int MODE, bool NORM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
@@ -420,6 +607,18 @@ __device__ __forceinline__ void evt_llm_gemv_rows(const evt_task_args *a, const 
      * per SM. A register ring of 2-4 weight chunks with x loaded just in
      * time from L1 (session 9, commit 1c66780) made ptxas spill across the
      * megakernel's call graph and lost 14-38% at batch 32 and 64. */
+#ifndef EVT_LLM_XS_MODES
+#define EVT_LLM_XS_MODES 7
+#endif
+    if (!SM && !NORM && ((EVT_LLM_XS_MODES >> MODE) & 1) && B >= EVT_LLM_XS_MIN_B) {
+        constexpr bool XE = EARLY && EVT_LLM_XS_EARLY;
+        if (EARLY && !XE && evt_tile_wait(a)) return;
+#ifndef EVT_LLM_XS_WIDE
+#define EVT_LLM_XS_WIDE 8
+#endif
+        bool done = B <= 32 ? evt_llm_gemv_xs<MODE, 4, XE>(a, W0, W1, n0, n1) : evt_llm_gemv_xs<MODE, EVT_LLM_XS_WIDE, XE>(a, W0, W1, n0, n1);
+        if (done) return;
+    }
     if (MODE == 2) {
         if (B <= 16 || nr < 64) {
             if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
