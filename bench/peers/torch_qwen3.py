@@ -2,12 +2,18 @@
 """torch_qwen3.py — PyTorch decode peers for the Qwen3 decode benchmark (timing only).
 
     python3 bench/peers/torch_qwen3.py --model qwen3-0.6b|qwen3-8b [--batch 1,8,32,64] [--ctx 512] [--steps 50]
+            [--peers hf,hand | hfgraph | ...]   (default hf,hand)
 
 Random bf16 weights, every request at position `ctx` (cache holding ctx
-tokens of garbage), greedy next token fed back. Two peers:
+tokens of garbage), greedy next token fed back. The peers:
   hf-compile : Hugging Face transformers Qwen3ForCausalLM, StaticCache,
                forward under torch.compile(mode="reduce-overhead", fullgraph)
                (CUDA graphs) — only if transformers with Qwen3 is importable;
+  hf-compile-graph (--peers hfgraph; also tried when hf-compile fails):
+               the same model and cache, the forward under torch.compile
+               without cudagraph trees, the whole step captured by hand in
+               one CUDA graph (cudagraph trees skip a forward that mutates
+               the StaticCache's state, transformers 5.x, then fail);
   hand-graph : a hand-written Qwen3 decode step (bf16 cuBLAS GEMMs, SDPA over
                the static cache with a position mask) captured once in a CUDA
                graph and replayed.
@@ -180,6 +186,54 @@ def bench_hf(c, B, ctx, steps):
     return ms, warm
 
 
+def bench_hf_graph(c, B, ctx, steps):
+    """The HF model under torch.compile (Inductor kernels, no cudagraph trees),
+    the whole step captured by hand in one CUDA graph: cudagraph trees skip
+    a forward that mutates the StaticCache's state (transformers 5.x adds
+    to its cumulative_length) and then fail on the outputs they did graph.
+    Position and token live in device tensors the graph updates itself."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import StaticCache
+    cfg = Qwen3Config(rms_norm_eps=EPS, rope_theta=THETA, max_position_embeddings=max(4096, ctx + 8 * steps + 64),
+                      attention_bias=False, torch_dtype=torch.bfloat16, **c)
+    with torch.device("cuda"):
+        m = Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    T = ctx + 8 * steps + 64
+    try:
+        cache = StaticCache(config=cfg, max_batch_size=B, max_cache_len=T, device="cuda", dtype=torch.bfloat16)
+    except TypeError:
+        cache = StaticCache(config=cfg, max_cache_len=T)
+    fwd = torch.compile(m.forward, fullgraph=True)
+    tok = torch.zeros(B, 1, dtype=torch.long, device="cuda")
+    cp = torch.full((1,), ctx, dtype=torch.long, device="cuda")
+
+    @torch.no_grad()
+    def step():
+        out = fwd(input_ids=tok, position_ids=cp[None].expand(B, 1), cache_position=cp, past_key_values=cache, use_cache=True)
+        tok.copy_(out.logits[:, -1].argmax(-1, keepdim=True))
+        cp.add_(1)
+    t0 = time.time()
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(st)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    torch.cuda.synchronize()
+    warm = time.time() - t0
+    cp.fill_(ctx)
+    for _ in range(3):
+        g.replay()
+    cp.fill_(ctx)  # positions ctx .. ctx + 5 * steps
+    ms = timeit(g.replay, steps)
+    del g, m, cache, fwd
+    torch.cuda.empty_cache()
+    return ms, warm
+
+
 def main():
     a = sys.argv[1:]
     model = a[a.index("--model") + 1] if "--model" in a else "qwen3-0.6b"
@@ -191,7 +245,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
     have_hf = False
-    if "hf" in peers:
+    if "hf" in peers or "hfgraph" in peers:
         try:
             import transformers
             from transformers import Qwen3ForCausalLM  # noqa: F401
@@ -206,12 +260,24 @@ def main():
                 print(f"PEER hand-graph {model} B={B} ctx={ctx} {ms:.3f} ms/token", flush=True)
             except Exception as e:  # noqa: BLE001
                 print(f"# hand-graph {model} B={B} failed: {type(e).__name__}: {e}", flush=True)
-        if have_hf:
+        if have_hf and "hfgraph" in peers:
+            try:
+                ms, warm = bench_hf_graph(c, B, ctx, steps)
+                print(f"PEER hf-compile-graph {model} B={B} ctx={ctx} {ms:.3f} ms/token (compile+warm-up {warm:.0f} s)", flush=True)
+            except Exception as e:  # noqa: BLE001
+                print(f"# hf-compile-graph {model} B={B} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+        if have_hf and "hf" in peers:
             try:
                 ms, warm = bench_hf(c, B, ctx, steps)
                 print(f"PEER hf-compile {model} B={B} ctx={ctx} {ms:.3f} ms/token (compile+warm-up {warm:.0f} s)", flush=True)
             except Exception as e:  # noqa: BLE001
                 print(f"# hf-compile {model} B={B} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                try:
+                    ms, warm = bench_hf_graph(c, B, ctx, steps)
+                    print(f"PEER hf-compile-graph {model} B={B} ctx={ctx} {ms:.3f} ms/token (compile+warm-up {warm:.0f} s)",
+                          flush=True)
+                except Exception as e2:  # noqa: BLE001
+                    print(f"# hf-compile-graph {model} B={B} failed: {type(e2).__name__}: {str(e2)[:300]}", flush=True)
 
 
 if __name__ == "__main__":
