@@ -15,7 +15,9 @@
 #   (ms/token: 20 back-to-back launches of one step, CUDA events, tensors
 #   resident on the device; --also also compares each schedule's logits and
 #   next tokens with the first schedule's.)
-# Then the PyTorch peers (bench/peers/torch_qwen3.py; PEERS=none skips them)
+# Then the PyTorch peers (bench/peers/torch_qwen3.py; PEERS=none skips them;
+# the default, hand, is the hand-written model in one CUDA graph; PEERS=hand,hfgraph
+# adds the compiled Hugging Face model, 2-3 minutes of torch.compile per row)
 # and the floor: weight bytes per step / cudaMemcpy D2D bandwidth (read +
 # write bytes per second, measured in this run by bench/tiles --copy-only).
 # EXTRA: more `evtc decode` arguments for every run (an ablation, e.g.
@@ -93,7 +95,7 @@ for m in $MODELS; do
         fi
         peer=""
         if [ "$PEERS" != none ] && [ "$(left)" -gt 0 ]; then
-            timeout 240 python3 bench/peers/torch_qwen3.py --model "$m" --batch "$b" --ctx "$CTX" --steps 30 --peers "$PEERS" \
+            timeout 420 python3 bench/peers/torch_qwen3.py --model "$m" --batch "$b" --ctx "$CTX" --steps 30 --peers "$PEERS" \
                 > "$LOG/peers_${m}_b$b.txt" 2>&1
             peer=$(grep "^PEER .* $m B=$b " "$LOG/peers_${m}_b$b.txt" | awk '{printf "%s%s %s ms", sep, $2, $6; sep="; "}')
         fi
