@@ -202,6 +202,20 @@ static void early_loads_leave_waits_to_the_tile(void **state)
     free(early);
 }
 
+/* The attention's reduce-scatter form (EVT_LLM_ATTN_RS, an nvcc option of
+ * the tiles; off by default: bench/RESULTS.md session 19) still compiles
+ * into the megakernel: its dispatch instantiates the head_dim-128 form for
+ * every model, so the tiny one builds it too. */
+static void attention_reduce_scatter_option_compiles(void **state)
+{
+    (void)state;
+    char *plain = tiny_qwen3_cuda((evt_compile_opts){0});
+    setenv("EVT_NVCCFLAGS", "-DEVT_LLM_ATTN_RS=1", 1);
+    tiny_qwen3_compiles(plain, (evt_compile_opts){0}, "reduce-scatter attention");
+    unsetenv("EVT_NVCCFLAGS");
+    free(plain);
+}
+
 /* Task records and shared-memory launch tables in the generated kernel:
  * every template takes the entry's record; calls whose maps are all known
  * on the host read their waits and notifies from it, calls with a
@@ -255,6 +269,7 @@ int main(void)
         cmocka_unit_test(examples_compile_for_cuda),
         cmocka_unit_test(weight_stream_is_opt_in),
         cmocka_unit_test(early_loads_leave_waits_to_the_tile),
+        cmocka_unit_test(attention_reduce_scatter_option_compiles),
         cmocka_unit_test(records_and_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

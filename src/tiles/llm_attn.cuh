@@ -101,12 +101,18 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
  * (mma.sync, session 9, commit 5ff8572) was 22% faster as its own kernel
  * at B = 64 but made ptxas spill in the megakernel's other tiles and lost
  * there at every batch. */
-template <int G>
+#ifndef EVT_LLM_ATTN_RS
+#define EVT_LLM_ATTN_RS 0 /* 1: the reduce-scatter form at head_dim 128 (below). On an H100 (bench/RESULTS.md
+                             session 19) the attention tile alone was 7% faster (qwen3-8b shapes, B = 64) and
+                             qwen3-0.6b's decode 1.3-3.1%, but the megakernel's attention and rmsnorm tiles
+                             spilled (ptxas -v) and qwen3-8b B = 64 lost 5.6%: an option until it fits */
+#endif
+template <int G, int LPP>
 __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride)
 {
     const float LOG2E = 1.4426950408889634f;
     int64_t hd = io.hd;
-    int lpp = (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
+    int lpp = LPP ? LPP : (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
     int sub = lane / lpp, part = lane % lpp;
     float qscale = LOG2E / sqrtf((float)hd);
@@ -130,7 +136,8 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     const int32_t *btb = io.bt + io.b * io.MP;
     const int64_t rowstride = io.nkv * hd, goff = io.g * hd + part * 8;
     const uint32_t hi32 = (uint32_t)hi;
-    constexpr int U = EVT_LLM_ATTN_U;
+    constexpr int U = EVT_LLM_ATTN_U, N = G * U;
+    constexpr bool RS = EVT_LLM_ATTN_RS && LPP == 16 && N <= 16 && (N & (N - 1)) == 0;
     const uint32_t step = (uint32_t)(nwarps * ppw * U);
     /* one step's K and V loads; positions past hi load nothing */
     auto load_step = [&](uint32_t t0, uint4 (&kv)[U], uint4 (&vv)[U], bool (&ok)[U]) {
@@ -167,36 +174,97 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
                 d[i][u] = qf[i][0] * evt_llm_lo(kv[u].x) + qf[i][1] * evt_llm_hi(kv[u].x) + qf[i][2] * evt_llm_lo(kv[u].y) +
                           qf[i][3] * evt_llm_hi(kv[u].y) + qf[i][4] * evt_llm_lo(kv[u].z) + qf[i][5] * evt_llm_hi(kv[u].z) +
                           qf[i][6] * evt_llm_lo(kv[u].w) + qf[i][7] * evt_llm_hi(kv[u].w);
-        for (int o2 = lpp / 2; o2 > 0; o2 >>= 1)
+        if constexpr (RS) {
+            /* reduce-scatter: the lane group's 16 lanes sum the N = G * U
+               partial scores so that lane part ends with the total of score
+               n = part / (16 / N) (15 shuffles for N = 16, not 64), then one
+               exp2 per lane; P.V takes each p from its lane by a shuffle */
+            float v[N];
 #pragma unroll
             for (int i = 0; i < G; i++)
 #pragma unroll
-                for (int u = 0; u < U; u++) d[i][u] += __shfl_xor_sync(0xffffffffu, d[i][u], o2);
-        /* the step's max per head over the whole warp (every lane group) */
-        float mn[G];
+                for (int u = 0; u < U; u++) v[i * U + u] = d[i][u];
 #pragma unroll
-        for (int i = 0; i < G; i++) {
-            float x = -INFINITY;
+            for (int lev = 0; lev < 4; lev++) {
+                const int h = 8 >> lev, sz = N >> lev;
+                if (sz > 1) {
+                    bool up = (part & h) != 0;
 #pragma unroll
-            for (int u = 0; u < U; u++) x = ok[u] && d[i][u] > x ? d[i][u] : x;
-            for (int o2 = lpp; o2 < 32; o2 <<= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o2));
-            mn[i] = fmaxf(m[i], x); /* finite: the step holds at least one valid position */
-            float corr = exp2f(m[i] - mn[i]);
-            l[i] *= corr;
+                    for (int k = 0; k < sz / 2; k++) { /* the half this lane keeps first */
+                        float a0 = v[k], a1 = v[k + sz / 2];
+                        v[k] = up ? a1 : a0;
+                        v[k + sz / 2] = up ? a0 : a1;
+                    }
 #pragma unroll
-            for (int j = 0; j < 8; j++) o[i][j] *= corr;
-            m[i] = mn[i];
-        }
+                    for (int k = 0; k < sz / 2; k++) v[k] += __shfl_xor_sync(0xffffffffu, v[k + sz / 2], h);
+                } else {
+                    v[0] += __shfl_xor_sync(0xffffffffu, v[0], h);
+                }
+            }
+            const int n = part / (16 / N), imine = n / U, umine = n % U;
+            const bool okm = t0 + (uint32_t)(umine * ppw + sub) < hi32;
+            /* the step's max of my head: the lanes holding its scores, both lane groups */
+            float x = okm ? v[0] : -INFINITY;
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
-                           evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
+            for (int o2 = 1; o2 < 16 / G; o2 <<= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o2));
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+            float mmine = 0.f;
 #pragma unroll
             for (int i = 0; i < G; i++) {
-                float p = ok[u] ? exp2f(d[i][u] - m[i]) : 0.f;
-                l[i] += p;
+                float mn = fmaxf(m[i], __shfl_sync(0xffffffffu, x, i * (16 / G))); /* finite: a valid position */
+                float corr = exp2f(m[i] - mn);
+                l[i] *= corr;
 #pragma unroll
-                for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
+                for (int j = 0; j < 8; j++) o[i][j] *= corr;
+                m[i] = mn;
+                mmine = i == imine ? mn : mmine;
+            }
+            const float pmine = okm ? exp2f(v[0] - mmine) : 0.f;
+            const int gbase = lane & 16;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
+                               evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
+#pragma unroll
+                for (int i = 0; i < G; i++) {
+                    float p = __shfl_sync(0xffffffffu, pmine, gbase + (i * U + u) * (16 / N));
+                    l[i] += p;
+#pragma unroll
+                    for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
+                }
+            }
+        } else {
+            for (int o2 = lpp / 2; o2 > 0; o2 >>= 1)
+#pragma unroll
+                for (int i = 0; i < G; i++)
+#pragma unroll
+                    for (int u = 0; u < U; u++) d[i][u] += __shfl_xor_sync(0xffffffffu, d[i][u], o2);
+            /* the step's max per head over the whole warp (every lane group) */
+            float mn[G];
+#pragma unroll
+            for (int i = 0; i < G; i++) {
+                float x = -INFINITY;
+#pragma unroll
+                for (int u = 0; u < U; u++) x = ok[u] && d[i][u] > x ? d[i][u] : x;
+                for (int o2 = lpp; o2 < 32; o2 <<= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o2));
+                mn[i] = fmaxf(m[i], x); /* finite: the step holds at least one valid position */
+                float corr = exp2f(m[i] - mn[i]);
+                l[i] *= corr;
+#pragma unroll
+                for (int j = 0; j < 8; j++) o[i][j] *= corr;
+                m[i] = mn[i];
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
+                               evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
+#pragma unroll
+                for (int i = 0; i < G; i++) {
+                    float p = ok[u] ? exp2f(d[i][u] - m[i]) : 0.f;
+                    l[i] += p;
+#pragma unroll
+                    for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
+                }
             }
         }
 #pragma unroll
@@ -249,9 +317,14 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
         return;
     }
-    if (fast && G == 4) evt_llm_attn_fast<4>(io, lo, hi, dst, dstride);
-    else if (fast && G == 2) evt_llm_attn_fast<2>(io, lo, hi, dst, dstride);
-    else if (fast) evt_llm_attn_fast<1>(io, lo, hi, dst, dstride);
+#if EVT_LLM_ATTN_RS
+    if (fast && G == 4 && lpp == 16) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride);
+    else if (fast && G == 2 && lpp == 16) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride);
+    else
+#endif
+    if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride);
+    else if (fast && G == 2) evt_llm_attn_fast<2, 0>(io, lo, hi, dst, dstride);
+    else if (fast) evt_llm_attn_fast<1, 0>(io, lo, hi, dst, dstride);
     else
         for (int64_t i = 0; i < G; i++) {
             evt_llm_attn_io one = io;

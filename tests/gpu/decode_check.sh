@@ -24,7 +24,9 @@
 # The default build's GEMV tiles issue their first weight loads while warp 0
 # runs the task's waits (early loads: B <= 8 in the cases above, every
 # schedule with task records; at 12 with the fused norms, which wait first);
-# --no-early-loads runs the plain form (waits, then the tile).
+# --no-early-loads runs the plain form (waits, then the tile). The attn-rs
+# cases build the tiles with -DEVT_LLM_ATTN_RS=1 (the attention's
+# reduce-scatter option, docs/models.md).
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -75,5 +77,9 @@ run_case mid-b12-fusenorm tests/gpu/qwen3-mid.json 12 64 2 --fuse-norm
 run_case tiny-b2-noearly examples/qwen3-tiny.json 2 32 3 --no-early-loads
 run_case mid-b4-noearly tests/gpu/qwen3-mid.json 4 64 2 --no-early-loads
 run_case mid-b6-norecords tests/gpu/qwen3-mid.json 6 64 2 --no-records
+export EVT_NVCCFLAGS=-DEVT_LLM_ATTN_RS=1 # the attention's reduce-scatter option (head_dim 128: G = 2)
+run_case mid-b4-attn-rs tests/gpu/qwen3-mid.json 4 64 2
+run_case mid-b40-attn-rs tests/gpu/qwen3-mid.json 40 33 2
+unset EVT_NVCCFLAGS
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
