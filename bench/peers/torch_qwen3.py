@@ -125,18 +125,39 @@ class Hand:
         return nxt
 
 
-def bench_hand(c, B, ctx, steps):
-    m = Hand(c, B, ctx + 2 * (steps * 5 + 20) + 8)
-    m.pos.fill_(ctx)
+def capture(step):
+    """Three warm-up calls of step on a side stream, then step captured in a CUDA graph."""
     st = torch.cuda.Stream()
     st.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(st):
         for _ in range(3):
-            m.step()
+            step()
     torch.cuda.current_stream().wait_stream(st)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        m.step()
+        step()
+    return g
+
+
+def hf_model(c, B, ctx, steps, T):
+    """The Hugging Face Qwen3 model from config c (random bf16 weights) and a StaticCache of T positions."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import StaticCache
+    cfg = Qwen3Config(rms_norm_eps=EPS, rope_theta=THETA, max_position_embeddings=max(4096, ctx + 8 * steps + 64),
+                      attention_bias=False, torch_dtype=torch.bfloat16, **c)
+    with torch.device("cuda"):
+        m = Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    try:
+        cache = StaticCache(config=cfg, max_batch_size=B, max_cache_len=T, device="cuda", dtype=torch.bfloat16)
+    except TypeError:
+        cache = StaticCache(config=cfg, max_cache_len=T)
+    return m, cache
+
+
+def bench_hand(c, B, ctx, steps):
+    m = Hand(c, B, ctx + 2 * (steps * 5 + 20) + 8)
+    m.pos.fill_(ctx)
+    g = capture(m.step)
 
     def run():
         g.replay()
@@ -151,17 +172,7 @@ def bench_hand(c, B, ctx, steps):
 
 
 def bench_hf(c, B, ctx, steps):
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-    from transformers import StaticCache
-    cfg = Qwen3Config(rms_norm_eps=EPS, rope_theta=THETA, max_position_embeddings=max(4096, ctx + 8 * steps + 64),
-                      attention_bias=False, torch_dtype=torch.bfloat16, **c)
-    with torch.device("cuda"):
-        m = Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
-    T = ctx + 6 * steps + 32
-    try:
-        cache = StaticCache(config=cfg, max_batch_size=B, max_cache_len=T, device="cuda", dtype=torch.bfloat16)
-    except TypeError:
-        cache = StaticCache(config=cfg, max_cache_len=T)
+    m, cache = hf_model(c, B, ctx, steps, ctx + 6 * steps + 32)
     fwd = torch.compile(m.forward, mode="reduce-overhead", fullgraph=True)
     tok = torch.zeros(B, 1, dtype=torch.long, device="cuda")
     state = {"p": ctx}
@@ -192,17 +203,7 @@ def bench_hf_graph(c, B, ctx, steps):
     a forward that mutates the StaticCache's state (transformers 5.x adds
     to its cumulative_length) and then fail on the outputs they did graph.
     Position and token live in device tensors the graph updates itself."""
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-    from transformers import StaticCache
-    cfg = Qwen3Config(rms_norm_eps=EPS, rope_theta=THETA, max_position_embeddings=max(4096, ctx + 8 * steps + 64),
-                      attention_bias=False, torch_dtype=torch.bfloat16, **c)
-    with torch.device("cuda"):
-        m = Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
-    T = ctx + 8 * steps + 64
-    try:
-        cache = StaticCache(config=cfg, max_batch_size=B, max_cache_len=T, device="cuda", dtype=torch.bfloat16)
-    except TypeError:
-        cache = StaticCache(config=cfg, max_cache_len=T)
+    m, cache = hf_model(c, B, ctx, steps, ctx + 8 * steps + 64)
     fwd = torch.compile(m.forward, fullgraph=True)
     tok = torch.zeros(B, 1, dtype=torch.long, device="cuda")
     cp = torch.full((1,), ctx, dtype=torch.long, device="cuda")
@@ -213,15 +214,7 @@ def bench_hf_graph(c, B, ctx, steps):
         tok.copy_(out.logits[:, -1].argmax(-1, keepdim=True))
         cp.add_(1)
     t0 = time.time()
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(st)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        step()
+    g = capture(step)
     torch.cuda.synchronize()
     warm = time.time() - t0
     cp.fill_(ctx)

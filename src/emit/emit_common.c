@@ -312,7 +312,8 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
        together) */
     int nwaits = 0;
     for (int k = 0; k < c->nedges; k++) nwaits += c->edges[k].kind == EVT_WAIT;
-    if (nwaits && has_rec && early) {
+    const int beside = early && nwaits && has_rec; /* the record's waits run beside the tile */
+    if (beside) {
         /* run beside the tile, which issues its weight loads meanwhile */
         evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits: beside the tile (evt_tile_wait) */\n");
         evt_pr(o, "        A->wait_in_tile = 1;\n        goto waits_done;\n      }\n");
@@ -361,7 +362,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     if (batched) flush_waits(o, c, t);
     if (nwaits) evt_pr(o, "    waits_done:;\n"); /* the waits' exits (a call without waits has none) */
     evt_pr(o, "    }\n    EVT_SYNC();\n    if (W->skip) return;\n");
-    if (early && nwaits && has_rec) {
+    if (beside) {
         /* warp 0 waits; the other warps enter the tile, issue their weight
            loads and meet it at the tile's evt_tile_wait */
         evt_pr(o, "    if (W->args.wait_in_tile) {\n        if (threadIdx.x < 32) {\n");
@@ -377,7 +378,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     else
         evt_pr(o, "    %s%s_cuda(&W->args);\n", decl ? decl->name : c->op, early ? "_early" : "");
     evt_pr(o, "    EVT_SYNC();\n");
-    if (early && nwaits && has_rec) evt_pr(o, "    if (W->skip) return; /* its own waits stopped (launch aborted) */\n");
+    if (beside) evt_pr(o, "    if (W->skip) return; /* its own waits stopped (launch aborted) */\n");
     evt_pr(o, "    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
     if (cp->narm) {
         evt_pr(o, "    /* the last task of this call arms the events whose counts depend on its outputs */\n");

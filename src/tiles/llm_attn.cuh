@@ -174,6 +174,9 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
                 d[i][u] = qf[i][0] * evt_llm_lo(kv[u].x) + qf[i][1] * evt_llm_hi(kv[u].x) + qf[i][2] * evt_llm_lo(kv[u].y) +
                           qf[i][3] * evt_llm_hi(kv[u].y) + qf[i][4] * evt_llm_lo(kv[u].z) + qf[i][5] * evt_llm_hi(kv[u].z) +
                           qf[i][6] * evt_llm_lo(kv[u].w) + qf[i][7] * evt_llm_hi(kv[u].w);
+        /* the step's max per head over the whole warp (every lane group),
+           then one rescale of the running state */
+        float mn[G], pmine = 0.f;
         if constexpr (RS) {
             /* reduce-scatter: the lane group's 16 lanes sum the N = G * U
                partial scores so that lane part ends with the total of score
@@ -203,7 +206,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
             }
             const int n = part / (16 / N), imine = n / U, umine = n % U;
             const bool okm = t0 + (uint32_t)(umine * ppw + sub) < hi32;
-            /* the step's max of my head: the lanes holding its scores, both lane groups */
+            /* my head's max: the lanes holding its scores, both lane groups */
             float x = okm ? v[0] : -INFINITY;
 #pragma unroll
             for (int o2 = 1; o2 < 16 / G; o2 <<= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o2));
@@ -211,36 +214,16 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
             float mmine = 0.f;
 #pragma unroll
             for (int i = 0; i < G; i++) {
-                float mn = fmaxf(m[i], __shfl_sync(0xffffffffu, x, i * (16 / G))); /* finite: a valid position */
-                float corr = exp2f(m[i] - mn);
-                l[i] *= corr;
-#pragma unroll
-                for (int j = 0; j < 8; j++) o[i][j] *= corr;
-                m[i] = mn;
-                mmine = i == imine ? mn : mmine;
+                mn[i] = fmaxf(m[i], __shfl_sync(0xffffffffu, x, i * (16 / G))); /* finite: a valid position */
+                mmine = i == imine ? mn[i] : mmine;
             }
-            const float pmine = okm ? exp2f(v[0] - mmine) : 0.f;
-            const int gbase = lane & 16;
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
-                               evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
-#pragma unroll
-                for (int i = 0; i < G; i++) {
-                    float p = __shfl_sync(0xffffffffu, pmine, gbase + (i * U + u) * (16 / N));
-                    l[i] += p;
-#pragma unroll
-                    for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
-                }
-            }
+            pmine = okm ? exp2f(v[0] - mmine) : 0.f;
         } else {
             for (int o2 = lpp / 2; o2 > 0; o2 >>= 1)
 #pragma unroll
                 for (int i = 0; i < G; i++)
 #pragma unroll
                     for (int u = 0; u < U; u++) d[i][u] += __shfl_xor_sync(0xffffffffu, d[i][u], o2);
-            /* the step's max per head over the whole warp (every lane group) */
-            float mn[G];
 #pragma unroll
             for (int i = 0; i < G; i++) {
                 float x = -INFINITY;
@@ -248,23 +231,27 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
                 for (int u = 0; u < U; u++) x = ok[u] && d[i][u] > x ? d[i][u] : x;
                 for (int o2 = lpp; o2 < 32; o2 <<= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o2));
                 mn[i] = fmaxf(m[i], x); /* finite: the step holds at least one valid position */
-                float corr = exp2f(m[i] - mn[i]);
-                l[i] *= corr;
-#pragma unroll
-                for (int j = 0; j < 8; j++) o[i][j] *= corr;
-                m[i] = mn[i];
             }
+        }
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-                float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
-                               evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
+        for (int i = 0; i < G; i++) {
+            float corr = exp2f(m[i] - mn[i]);
+            l[i] *= corr;
 #pragma unroll
-                for (int i = 0; i < G; i++) {
-                    float p = ok[u] ? exp2f(d[i][u] - m[i]) : 0.f;
-                    l[i] += p;
+            for (int j = 0; j < 8; j++) o[i][j] *= corr;
+            m[i] = mn[i];
+        }
 #pragma unroll
-                    for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
-                }
+        for (int u = 0; u < U; u++) {
+            float vf[8] = {evt_llm_lo(vv[u].x), evt_llm_hi(vv[u].x), evt_llm_lo(vv[u].y), evt_llm_hi(vv[u].y),
+                           evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
+#pragma unroll
+            for (int i = 0; i < G; i++) {
+                float p = RS ? __shfl_sync(0xffffffffu, pmine, (lane & 16) + (i * U + u) * (16 / N))
+                             : ok[u] ? exp2f(d[i][u] - m[i]) : 0.f;
+                l[i] += p;
+#pragma unroll
+                for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
             }
         }
 #pragma unroll
