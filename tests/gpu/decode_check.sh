@@ -27,6 +27,10 @@
 # --no-early-loads runs the plain form (waits, then the tile). The attn-rs
 # cases build the tiles with -DEVT_LLM_ATTN_RS=1 (the attention's
 # reduce-scatter option, docs/models.md).
+# The uneven cases (tests/gpu/qwen3-uneven.json: qwen3-8b's QKV and MLP
+# widths on a 1024-wide model, 2 layers) give the GEMV tiles unit counts that
+# do not divide the 8 warps (QKV 3 at B <= 8, gate + up 6 at every batch, 12
+# at 100, the LM head 15); at 12 also with the fused norms.
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -71,6 +75,12 @@ run_case mid-b20-stream-prefix tests/gpu/qwen3-mid.json 20 64 2 --stream
 unset EVT_STREAM_RING
 run_case mid-b40 tests/gpu/qwen3-mid.json 40 33 2
 run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
+run_case uneven-b1 tests/gpu/qwen3-uneven.json 1 40 2
+run_case uneven-b4 tests/gpu/qwen3-uneven.json 4 40 2
+run_case uneven-b12-fusenorm tests/gpu/qwen3-uneven.json 12 40 2 --fuse-norm
+run_case uneven-b32 tests/gpu/qwen3-uneven.json 32 40 2
+run_case uneven-b64 tests/gpu/qwen3-uneven.json 64 40 2
+run_case uneven-b100 tests/gpu/qwen3-uneven.json 100 20 2
 run_case mid-b4-prefetch tests/gpu/qwen3-mid.json 4 64 2 --prefetch
 run_case mid-b20-ctx600 tests/gpu/qwen3-mid.json 20 600 2
 run_case mid-b12-fusenorm tests/gpu/qwen3-mid.json 12 64 2 --fuse-norm
