@@ -9,11 +9,9 @@
  *       either every batch row in one unit, so each weight row is loaded
  *       once, or NB8 = 4 and up to RT = 4 row tiles sharing each x
  *       fragment: evt_llm_gemv says which, from measurements); when a task
- *       has fewer units than warps, K is split across warps and partials
- *       are summed (in a fixed order) in shared memory, and above 8 batch
- *       rows, where the units do not divide the warps, the units x k steps
- *       are cut into equal ranges, one per warp (evt_llm_gemv_balanced),
- *       so no warp idles. K is permuted identically for both operands, so each
+ *       has fewer units than warps,
+ *       K is split across warps and partials are summed (in a fixed order) in
+ *       shared memory. K is permuted identically for both operands, so each
  *       lane reads 16 contiguous bytes of a weight row and of an x row per
  *       32-wide k step (no shared-memory staging, no ldmatrix). Weights go
  *       through the read-only path (program inputs); x and r through plain
@@ -23,8 +21,8 @@
  *   rms_linear / rms_mlp_up: the same GEMV on bf16(x * wn) (wn fragments
  *       loaded beside x's, the product rounded as the C reference rounds
  *       it), the row scales rsqrt(mean(x^2) + eps) computed by the block
- *       (evt_llm_rms_scales) while the last warps finish (first in the
- *       balanced form), applied in the epilogue.
+ *       (evt_llm_rms_scales) while the last warps finish, applied in the
+ *       epilogue.
  *   *_prefetch_cuda: run by the worker's leader alone before its waits:
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
  *       bytes of) the task's weight rows, one contiguous range of W (a call
@@ -63,10 +61,7 @@
 #ifndef EVT_LLM_PREFETCH_CAP
 #define EVT_LLM_PREFETCH_CAP (128 * 1024) /* bytes of L2 prefetch per weight matrix per task */
 #endif
-#ifndef EVT_LLM_SMEM_FLOATS
-#define EVT_LLM_SMEM_FLOATS 16384 /* the tiles' scratch (64 KiB): the GEMV's partial sums fit 7 warps' slots of a
-                                     16-row x 64-batch gate + up unit (qwen3-8b's mlp_up at batch 64) */
-#endif
+#define EVT_LLM_SMEM_FLOATS 8192
 
 static __shared__ __align__(16) float evt_llm_smem[EVT_LLM_SMEM_FLOATS];
 

@@ -267,117 +267,6 @@ __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { retu
                                    (bench/RESULTS.md session 18) */
 #endif
 
-/* The outputs of one unit (rows r0 + 16 * RT, batch rows b0 + 8 * NB8, clipped
-   at n1 and B) from its accumulators. */
-template <int MODE, int NB8, int RT, int NW, bool NORM>
-__device__ __forceinline__ void evt_llm_out_unit(const evt_task_args *a, const float (&acc)[NW][RT][NB8][4], int64_t r0, int64_t b0,
-                                                 int64_t n1, int64_t B)
-{
-    int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int r = 0; r < RT; r++)
-#pragma unroll
-        for (int j = 0; j < NB8; j++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int64_t n = r0 + r * 16 + g + (i >> 1) * 8, b = b0 + 8 * j + 2 * t + (i & 1);
-                if (n < n1 && b < B) {
-                    float sc = NORM ? evt_llm_rms[b] : 1.f;
-                    evt_llm_out<MODE>(a, b, n, acc[0][r][j][i] * sc, acc[NW - 1][r][j][i] * sc);
-                }
-            }
-}
-
-/* Units x k steps in equal ranges, one per warp (evt_llm_gemv_mma's case of
- * U < nwarps units that do not divide the warps, above 8 batch rows: there
- * a warp's time is its k steps times a load round trip, and a k split
- * nwarps / U ways left nwarps % U warps idle: qwen3-8b's mlp_up, 6 units,
- * was 16% faster alone at B = 64; bench/RESULTS.md session 20). The U *
- * nch k chunks, unit-major, are cut into nwarps ranges: warp w takes
- * [w * U * nch / nwarps, (w + 1) * U * nch / nwarps). A range is one or
- * more segments, each within one unit:
- *  - a whole unit: the warp writes its outputs;
- *  - the range's first segment when it starts inside a unit: a partial sum
- *    in the warp's slot of shared memory (RB x BB x NW floats);
- *  - a unit's first chunks (always the range's last segment): the warp
- *    finishes that unit, after one barrier adding the slots of the warps
- *    after it that start inside the unit, in warp order (K order).
- * The finisher writes the unit's outputs alone, so this form is for few
- * units of many outputs; with U dividing the warps the k split sums every
- * partial in shared memory with the whole block (evt_llm_gemv_mma). */
-template <int MODE, int NB8, int RT, bool NORM, bool SM, bool EARLY>
-__device__ __noinline__ void evt_llm_gemv_balanced(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
-                                                      int64_t n0, int64_t n1, int U, int nbg)
-{
-    constexpr int NW = MODE == 2 ? 2 : 1, BB = 8 * NB8, RB = 16 * RT, slot = RB * BB * NW;
-    const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
-    const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    const int nch = (int)(K / 32), ctot = U * nch, A = evt_tile_threads() >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    /* EARLY: as evt_llm_gemv_mma; the fused norm's row scales come first */
-    const evt_task_args *wa = EARLY ? a : nullptr;
-    if (EARLY && (NB8 > EVT_LLM_EARLY_MAX_NB8 || NORM)) {
-        if (evt_tile_wait(a)) return;
-        wa = nullptr;
-    }
-    if (NORM) {
-        evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
-        evt_tile_sync();
-    }
-    float *part = evt_llm_smem; /* [A - 1][NW * RT * NB8][32 lanes][4] */
-    int s = (int)((int64_t)ctot * warp / A), e = (int)((int64_t)ctot * (warp + 1) / A);
-    /* a range that ends inside a unit ends with that unit's first chunks
-       (the warp finishes the unit): those come last, after the loop */
-    const int hu = e / nch, hs = hu * nch > s ? hu * nch : s;
-    const bool head = e % nch && hs == hu * nch;
-    const int le = head ? hs : e;
-    while (s < le) {
-        float acc[NW][RT][NB8][4] = {};
-        int u = s / nch, c0 = s - u * nch, c1 = le - u * nch < nch ? le - u * nch : nch;
-        if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, wn, K, wrow0, n0 + (u / nbg) * RB, n1, (u % nbg) * BB, B, c0,
-                                                       c1, acc, wa))
-            return;
-        wa = nullptr;
-        s = u * nch + c1;
-        if (c0 > 0) { /* the range starts inside unit u: its slot */
-            float4 *sl = (float4 *)(part + (warp - 1) * slot) + lane;
-#pragma unroll
-            for (int q = 0; q < NW; q++)
-#pragma unroll
-                for (int r = 0; r < RT; r++)
-#pragma unroll
-                    for (int j = 0; j < NB8; j++)
-                        sl[((q * RT + r) * NB8 + j) * 32] = make_float4(acc[q][r][j][0], acc[q][r][j][1], acc[q][r][j][2], acc[q][r][j][3]);
-        } else {
-            evt_llm_out_unit<MODE, NB8, RT, NW, NORM>(a, acc, n0 + (u / nbg) * RB, (u % nbg) * BB, n1, B);
-        }
-    }
-    float acc[NW][RT][NB8][4] = {};
-    if (head) {
-        if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, wn, K, wrow0, n0 + (hu / nbg) * RB, n1, (hu % nbg) * BB, B, 0,
-                                                       e - hs, acc, wa))
-            return;
-    } else if (EARLY && wa && evt_tile_wait(wa)) {
-        return;
-    }
-    evt_tile_sync(); /* the slots are written */
-    if (!head) return;
-    for (int w = warp + 1; w < A && (int)((int64_t)ctot * w / A) < (hu + 1) * nch; w++) {
-        if ((int)((int64_t)ctot * (w + 1) / A) == (int)((int64_t)ctot * w / A)) continue; /* no chunks, no slot */
-        const float4 *sl = (const float4 *)(part + (w - 1) * slot) + lane;
-#pragma unroll
-        for (int q = 0; q < NW; q++)
-#pragma unroll
-            for (int r = 0; r < RT; r++)
-#pragma unroll
-                for (int j = 0; j < NB8; j++) {
-                    float4 v = sl[((q * RT + r) * NB8 + j) * 32];
-                    acc[q][r][j][0] += v.x, acc[q][r][j][1] += v.y, acc[q][r][j][2] += v.z, acc[q][r][j][3] += v.w;
-                }
-    }
-    evt_llm_out_unit<MODE, NB8, RT, NW, NORM>(a, acc, n0 + (hu / nbg) * RB, (hu % nbg) * BB, n1, B);
-}
-
 /* Rows [n0, n1) of the task's output, weights at W0 (W1) as evt_llm_unit. */
 template <int MODE, int NB8, int RT, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
@@ -395,12 +284,6 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     /* unit and split indices in 32 bits: 64-bit divisions are helper calls */
     const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (int)((B + BB - 1) / BB), U = nrt * nbg, nch = (int)(K / 32);
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    if constexpr (MODE == 2 && NB8 >= 4) {
-        if (U < nwarps && nwarps % U && (nwarps - 1) * RB * BB * NW <= EVT_LLM_SMEM_FLOATS) {
-            evt_llm_gemv_balanced<MODE, NB8, RT, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1, U, nbg);
-            return;
-        }
-    }
     int ksplit = U >= nwarps ? 1 : nwarps / U;
     if (ksplit > nch) ksplit = nch;
     if (ksplit * U * RB * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW);
@@ -558,7 +441,7 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
                    (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
-    if ((K & 31) || K <= 0 || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM, EARLY>(a); return; }
+    if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM, EARLY>(a); return; }
     const evt_bf16 *W0 = (const evt_bf16 *)a->t[1].ptr, *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T, n0, n1; /* rows per tile, at most */
     evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
