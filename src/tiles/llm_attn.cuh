@@ -102,10 +102,10 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
  * at B = 64 but made ptxas spill in the megakernel's other tiles and lost
  * there at every batch. */
 #ifndef EVT_LLM_ATTN_RS
-#define EVT_LLM_ATTN_RS 0 /* 1: the reduce-scatter form at head_dim 128 (below). On an H100 (bench/RESULTS.md
-                             session 19) the attention tile alone was 7% faster (qwen3-8b shapes, B = 64) and
-                             qwen3-0.6b's decode 1.3-3.1%, but the megakernel's attention and rmsnorm tiles
-                             spilled (ptxas -v) and qwen3-8b B = 64 lost 5.6%: an option until it fits */
+#define EVT_LLM_ATTN_RS 1 /* where the reduce-scatter form (below) sums the scores at head_dim 128: 1 for 2 q
+                             heads per kv head (qwen3-0.6b: decode 2-7% faster on an H100, bench/RESULTS.md
+                             session 20), 2 also for 4 (qwen3-8b: the tile alone 7% faster, the decode 2-5%
+                             slower, session 19-20), 0 nowhere (the butterfly everywhere) */
 #endif
 template <int G, int LPP>
 __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride)
@@ -304,9 +304,12 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
         return;
     }
-#if EVT_LLM_ATTN_RS
+#if EVT_LLM_ATTN_RS >= 2
     if (fast && G == 4 && lpp == 16) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride);
-    else if (fast && G == 2 && lpp == 16) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride);
+    else
+#endif
+#if EVT_LLM_ATTN_RS >= 1
+    if (fast && G == 2 && lpp == 16) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride);
     else
 #endif
     if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride);

@@ -261,10 +261,10 @@ template <bool NORM>
 __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { return NORM ? (float)a->iarg[1] * 1e-12f : 0.f; }
 
 #ifndef EVT_LLM_EARLY_MAX_NB8
-#define EVT_LLM_EARLY_MAX_NB8 1 /* early loads (EARLY) in units of at most 8 x this batch rows (B <= 8); larger
-                                   units wait first. 8 (every unit) was 3.6-4.1% faster still at batch 64 on an
-                                   H100 but made ptxas spill 28 bytes in the megakernel's attention tile
-                                   (bench/RESULTS.md session 18) */
+#define EVT_LLM_EARLY_MAX_NB8 8 /* early loads (EARLY) in units of at most 8 x this batch rows; larger units wait
+                                   first. 8 (every unit): on an H100 1.5-4.1% faster at batch 32 and 64, within
+                                   0.8% at 1 and 8 (bench/RESULTS.md sessions 18, 20), although ptxas then spills
+                                   28-32 bytes in the megakernel's attention tile. 1: batch <= 8 only */
 #endif
 
 /* Rows [n0, n1) of the task's output, weights at W0 (W1) as evt_llm_unit. */

@@ -22,15 +22,19 @@
 # global memory). ctx 600 at B = 20: one split of 601 positions per task
 # (ten steps of the attention's pipelined loop per warp).
 # The default build's GEMV tiles issue their first weight loads while warp 0
-# runs the task's waits (early loads: B <= 8 in the cases above, every
-# schedule with task records; at 12 with the fused norms, which wait first);
-# --no-early-loads runs the plain form (waits, then the tile). The attn-rs
-# cases build the tiles with -DEVT_LLM_ATTN_RS=1 (the attention's
-# reduce-scatter option, docs/models.md).
+# runs the task's waits (early loads: every batch, every schedule with task
+# records; at 12 with the fused norms, which wait first); --no-early-loads
+# runs the plain form (waits, then the tile), early-b40 builds the tiles with
+# -DEVT_LLM_EARLY_MAX_NB8=1 (early loads at B <= 8 only). The attention sums
+# its scores by a reduce-scatter for 2 q heads per kv head (qwen3-mid) and by
+# a butterfly for 4 (qwen3-uneven) by default; the attn cases build the
+# other two forms (EVT_LLM_ATTN_RS=0: the butterfly for 2; 2: the
+# reduce-scatter for 4; docs/models.md).
 # The uneven cases (tests/gpu/qwen3-uneven.json: qwen3-8b's QKV and MLP
-# widths on a 1024-wide model, 2 layers) give the GEMV tiles unit counts that
-# do not divide the 8 warps (QKV 3 at B <= 8, gate + up 6 at every batch, 12
-# at 100, the LM head 15); at 12 also with the fused norms.
+# widths and 4 q heads per kv head on a 1024-wide model, 2 layers) give the
+# GEMV tiles unit counts that do not divide the 8 warps (QKV 3 at B <= 8,
+# gate + up 6 at every batch, 12 at 100, the LM head 15); at 12 also with
+# the fused norms.
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -87,9 +91,14 @@ run_case mid-b12-fusenorm tests/gpu/qwen3-mid.json 12 64 2 --fuse-norm
 run_case tiny-b2-noearly examples/qwen3-tiny.json 2 32 3 --no-early-loads
 run_case mid-b4-noearly tests/gpu/qwen3-mid.json 4 64 2 --no-early-loads
 run_case mid-b6-norecords tests/gpu/qwen3-mid.json 6 64 2 --no-records
-export EVT_NVCCFLAGS=-DEVT_LLM_ATTN_RS=1 # the attention's reduce-scatter option (head_dim 128: G = 2)
-run_case mid-b4-attn-rs tests/gpu/qwen3-mid.json 4 64 2
-run_case mid-b40-attn-rs tests/gpu/qwen3-mid.json 40 33 2
+export EVT_NVCCFLAGS=-DEVT_LLM_ATTN_RS=0 # the butterfly for 2 q heads per kv head
+run_case mid-b4-attn-butterfly tests/gpu/qwen3-mid.json 4 64 2
+run_case mid-b40-attn-butterfly tests/gpu/qwen3-mid.json 40 33 2
+export EVT_NVCCFLAGS=-DEVT_LLM_ATTN_RS=2 # the reduce-scatter for 4 too
+run_case uneven-b4-attn-rs tests/gpu/qwen3-uneven.json 4 40 2
+run_case uneven-b64-attn-rs tests/gpu/qwen3-uneven.json 64 40 2
+export EVT_NVCCFLAGS=-DEVT_LLM_EARLY_MAX_NB8=1 # early loads at B <= 8 only
+run_case mid-b40-early-b8 tests/gpu/qwen3-mid.json 40 33 2
 unset EVT_NVCCFLAGS
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
