@@ -246,31 +246,26 @@ def main():
             print(f"# transformers {transformers.__version__}")
         except Exception as e:  # noqa: BLE001
             print(f"# hf-compile peer skipped: transformers with Qwen3 not importable ({type(e).__name__})")
+
+    def report(label, B, bench):
+        """Runs one peer at batch B; prints its PEER line or why it failed. True if it ran."""
+        try:
+            r = bench(c, B, ctx, steps)
+        except Exception as e:  # noqa: BLE001
+            print(f"# {label} {model} B={B} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+            return False
+        ms, warm = r if isinstance(r, tuple) else (r, None)
+        extra = f" (compile+warm-up {warm:.0f} s)" if warm is not None else ""
+        print(f"PEER {label} {model} B={B} ctx={ctx} {ms:.3f} ms/token{extra}", flush=True)
+        return True
+
     for B in batches:
         if "hand" in peers:
-            try:
-                ms = bench_hand(c, B, ctx, steps)
-                print(f"PEER hand-graph {model} B={B} ctx={ctx} {ms:.3f} ms/token", flush=True)
-            except Exception as e:  # noqa: BLE001
-                print(f"# hand-graph {model} B={B} failed: {type(e).__name__}: {e}", flush=True)
+            report("hand-graph", B, bench_hand)
         if have_hf and "hfgraph" in peers:
-            try:
-                ms, warm = bench_hf_graph(c, B, ctx, steps)
-                print(f"PEER hf-compile-graph {model} B={B} ctx={ctx} {ms:.3f} ms/token (compile+warm-up {warm:.0f} s)", flush=True)
-            except Exception as e:  # noqa: BLE001
-                print(f"# hf-compile-graph {model} B={B} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
-        if have_hf and "hf" in peers:
-            try:
-                ms, warm = bench_hf(c, B, ctx, steps)
-                print(f"PEER hf-compile {model} B={B} ctx={ctx} {ms:.3f} ms/token (compile+warm-up {warm:.0f} s)", flush=True)
-            except Exception as e:  # noqa: BLE001
-                print(f"# hf-compile {model} B={B} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
-                try:
-                    ms, warm = bench_hf_graph(c, B, ctx, steps)
-                    print(f"PEER hf-compile-graph {model} B={B} ctx={ctx} {ms:.3f} ms/token (compile+warm-up {warm:.0f} s)",
-                          flush=True)
-                except Exception as e2:  # noqa: BLE001
-                    print(f"# hf-compile-graph {model} B={B} failed: {type(e2).__name__}: {str(e2)[:300]}", flush=True)
+            report("hf-compile-graph", B, bench_hf_graph)
+        if have_hf and "hf" in peers and not report("hf-compile", B, bench_hf):
+            report("hf-compile-graph", B, bench_hf_graph)  # the same compiled model, the step captured by hand
 
 
 if __name__ == "__main__":
