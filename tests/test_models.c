@@ -183,7 +183,8 @@ static void attention(void **state)
 
 /* attn_rope_split over (b, g, s) == q_rope + k_rope_append + attn_split over
  * (b, h, s), bitwise (partials and the appended cache), for 1, 2 and 4 q
- * heads per kv head and split counts from 1 to more splits than positions */
+ * heads per kv head and split counts from 1 to more splits than positions;
+ * with one split it also writes o, bitwise attn_merge_group's */
 static void fused_attention(void **state)
 {
     (void)state;
@@ -195,11 +196,13 @@ static void fused_attention(void **state)
             static uint16_t qkv[(8 + 4) * HD], wq[HD], wk[HD], q[8 * HD];
             static uint16_t kc[2][MP * PS * NKV * HD], vc[2][MP * PS * NKV * HD];
             static float part[2][8 * 20 * (HD + 2)];
+            static uint16_t o[2][8 * HD];
             int32_t bt[MP] = {2, 0, 3, 1}, pos[1] = {10};
             for (int i = 0; i < N; i++) qkv[i] = bf(frand());
             for (int i = 0; i < HD; i++) { wq[i] = bf(1 + frand() / 4); wk[i] = bf(1 + frand() / 4); }
             for (int i = 0; i < MP * PS * NKV * HD; i++) { kc[0][i] = kc[1][i] = bf(frand()); vc[0][i] = vc[1][i] = bf(frand()); }
             memset(part, 0xff, sizeof part);
+            memset(o, 0xff, sizeof o);
             /* separate calls */
             evt_task_args r = {0};
             r.ncoord = 2;
@@ -243,6 +246,7 @@ static void fused_attention(void **state)
             f.t[5] = ref(kc[1], 4, MP, PS, NKV, HD);
             f.t[6] = ref(vc[1], 4, MP, PS, NKV, HD);
             f.t[7] = ref(part[1], 4, 1, NH, S, HD + 2);
+            f.t[8] = ref(o[1], 2, 1, NH * HD, 1, 1);
             f.iarg[0] = 1000000;
             f.iarg[1] = 1000000;
             for (int g = 0; g < NKV; g++)
@@ -252,6 +256,19 @@ static void fused_attention(void **state)
                 fail_msg("G=%d S=%d: fused attention partials differ from the separate calls'", G, S);
             if (memcmp(kc[0], kc[1], sizeof kc[0]) || memcmp(vc[0], vc[1], sizeof vc[0]))
                 fail_msg("G=%d S=%d: fused cache append differs", G, S);
+            if (S == 1) { /* o of the separate path: its partials merged */
+                evt_task_args m = {0};
+                m.ncoord = 2;
+                m.t[0] = ref(part[0], 4, 1, NH, 1, HD + 2);
+                m.t[1] = ref(o[0], 2, 1, NH * HD, 1, 1);
+                m.iarg[0] = G;
+                for (int g = 0; g < NKV; g++) { m.coord[1] = g; evt_tile_attn_merge_group(&m); }
+                if (memcmp(o[0], o[1], (size_t)NH * HD * sizeof(uint16_t)))
+                    fail_msg("G=%d: the one-split attention's o differs from the merge's", G);
+            } else {
+                for (int i = 0; i < NH * HD; i++)
+                    if (o[1][i] != 0xffff) fail_msg("G=%d S=%d: o written although there are %d splits", G, S, S);
+            }
         }
 }
 
@@ -396,11 +413,16 @@ static void config_and_program(void **state)
     assert_null(strstr(text, "q_rope(")); /* q/k norm + RoPE inside the attention tasks */
     assert_non_null(strstr(text, "attn_rope_split(l0_qkv"));
     assert_null(strstr(text, "for r in [B]"));
-    /* attention per kv head (its 2 q heads together), the ready queue under hybrid */
+    /* attention per kv head (its 2 q heads together), the ready queue under
+       hybrid; with more than one split it notifies the merge, with one
+       (min(1, S - 1) = 0) it writes o and notifies the O projection itself */
     assert_non_null(strstr(text, "over (b, g, s) in [B, 2, min(8, max(1, 131 / (B * 2)))] policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
-                                 "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_P[b, g * max(1, 2 * min(1, 16 / B)) / 2]\n}"));
-    /* one merge task per (request, kv group) */
-    assert_non_null(strstr(text, "attn_merge_group(l0_part, l0_o, 4 / max(1, 2 * min(1, 16 / B))) over (b, g) in [B, max(1, 2 * min(1, 16 / B))] {\n    wait e0_P[b, g]\n"));
+                                 "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n"
+                                 "    notify e0_P[b, g * max(1, 2 * min(1, 16 / B)) / 2] for f in [min(1, min(8, max(1, 131 / (B * 2))) - 1)]\n"
+                                 "    notify e0_AT[0] for f in [1 - min(1, min(8, max(1, 131 / (B * 2))) - 1)]\n}"));
+    /* one merge task per (request, kv group), none with one split */
+    assert_non_null(strstr(text, "attn_merge_group(l0_part, l0_o, 4 / max(1, 2 * min(1, 16 / B))) over (b, g) in "
+                                 "[B, max(1, 2 * min(1, 16 / B)) * min(1, min(8, max(1, 131 / (B * 2))) - 1)] {\n    wait e0_P[b, g]\n"));
     free(text);
     o.row_events = 1;
     text = evt_qwen3_program(&c, &o, &d);
@@ -443,7 +465,13 @@ static void config_and_program(void **state)
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));
     assert_non_null(strstr(text, "    wait e1_H[0]\n    notify e1_QKV[0]\n}"));
+    assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * max(1, 2 * min(1, 16 / B)) / 2] for f in ["));
+    free(text);
+    o.merge_one_split = 1; /* the ablation: merges after every attention call, as before session 21 */
+    text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * max(1, 2 * min(1, 16 / B)) / 2]\n}"));
+    assert_null(strstr(text, "notify e1_AT[0] for f in"));
+    assert_non_null(strstr(text, "over (b, g) in [B, max(1, 2 * min(1, 16 / B))] {\n    wait e1_P[b, g]\n"));
     free(text);
     evt_diag_free(&d);
 }
@@ -498,7 +526,9 @@ static void reduction_tasks(void **state)
             int64_t want = per_tile ? B * 655 /* LM-head tiles: 5 x 131, <= 256 rows each */ : B * (131 / B > 1 ? 131 / B : 1);
             if (n != want) fail_msg("per_tile %d, B=%lld: %lld argmax tasks, want %lld", per_tile, (long long)B, (long long)n, (long long)want);
             n = b.s.task_base[merge + 1] - b.s.task_base[merge];
-            want = per_tile || B <= 16 ? B * 8 : B;
+            /* none where a request's cache is one split (131 / (8 B) <= 1):
+               the attention tasks write o themselves */
+            want = 131 / (B * 8) <= 1 ? 0 : per_tile || B <= 16 ? B * 8 : B;
             if (n != want) fail_msg("per_group %d, B=%lld: %lld merge tasks, want %lld", per_tile, (long long)B, (long long)n, (long long)want);
             evt_bound_free(&b);
         }
@@ -581,39 +611,49 @@ static void tiny_decode(void **state)
         evt_diag_free(&d);
     }
     /* attention with q/k norm + RoPE inside (the default) and as calls of
-       their own (the ablation): the same logits and tokens, bitwise */
+       their own (the ablation): the same logits and tokens, bitwise; with one
+       split per request (--splits 1) also the attention tasks writing o
+       themselves (the default) and merge tasks after them (--merge-one-split) */
     {
-        char dirs[2][64];
-        for (int k = 0; k < 2; k++) {
+        enum { NV = 5 };
+        static const struct { int splits, split_rope, merge_one_split, same_as; } v[NV] = {
+            {0, 0, 0, -1}, {0, 1, 0, 0}, {1, 0, 0, -1}, {1, 0, 1, 2}, {1, 1, 0, 2}};
+        char dirs[NV][64];
+        for (int k = 0; k < NV; k++) {
             snprintf(dirs[k], sizeof dirs[k], "/tmp/evt-rope-XXXXXX");
             assert_non_null(mkdtemp(dirs[k]));
             evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 4, .ctx = 23, .steps = 4,
                                  .backend = EVT_BACKEND_CPU, .quiet = 1, .dump_dir = dirs[k]};
             o.run.workers = 3;
-            o.build.split_rope = k;
+            o.build.attn_splits = v[k].splits;
+            o.build.split_rope = v[k].split_rope;
+            o.build.merge_one_split = v[k].merge_one_split;
             evt_decode_result r;
             evt_diag d;
             evt_diag_init(&d, "decode");
-            if (evt_decode(&o, &r, &d)) fail_msg("split_rope=%d: %s", k, d.text);
+            if (evt_decode(&o, &r, &d)) fail_msg("variant %d: %s", k, d.text);
             evt_diag_free(&d);
         }
         const char *files[] = {"step0_logits.bin", "tokens.bin"};
-        for (int f = 0; f < 2; f++) {
-            size_t n[2];
-            char *buf[2];
-            for (int k = 0; k < 2; k++) {
-                char path[128];
-                snprintf(path, sizeof path, "%s/%s", dirs[k], files[f]);
-                buf[k] = read_all(path, &n[k]);
-                assert_non_null(buf[k]);
+        for (int k = 0; k < NV; k++)
+            for (int f = 0; f < 2 && v[k].same_as >= 0; f++) {
+                size_t n[2];
+                char *buf[2];
+                for (int j = 0; j < 2; j++) {
+                    char path[128];
+                    snprintf(path, sizeof path, "%s/%s", dirs[j ? k : v[k].same_as], files[f]);
+                    buf[j] = read_all(path, &n[j]);
+                    assert_non_null(buf[j]);
+                }
+                assert_int_equal(n[0], n[1]);
+                if (memcmp(buf[0], buf[1], n[0]))
+                    fail_msg("%s differs between variants %d and %d (splits %d, split_rope %d, merge_one_split %d)", files[f],
+                             v[k].same_as, k, v[k].splits, v[k].split_rope, v[k].merge_one_split);
+                free(buf[0]);
+                free(buf[1]);
             }
-            assert_int_equal(n[0], n[1]);
-            if (memcmp(buf[0], buf[1], n[0])) fail_msg("%s differs between fused and split RoPE", files[f]);
-            free(buf[0]);
-            free(buf[1]);
-        }
-        for (int k = 0; k < 2; k++) {
-            char cmd[160];
+        for (int k = 0; k < NV; k++) {
+            char cmd[400];
             snprintf(cmd, sizeof cmd, "rm -rf '%s'", dirs[k]);
             assert_int_equal(system(cmd), 0);
         }

@@ -230,6 +230,28 @@ static void recovers_after_abort(void **state)
     evt_module_free(m);
 }
 
+/* Every built-in operator's parameters fit the tile ABI's arrays (the
+ * generated code fills evt_task_args.t[] and .iarg[] by position), and a
+ * user operator with one tensor too many is refused, not registered. */
+static void tile_abi_fits(void **state)
+{
+    (void)state;
+    int n = 0;
+    for (int i = 0; evt_tile_at(i); i++, n++)
+        if (!evt_tile_fits_abi(evt_tile_at(i))) fail_msg("built-in %s does not fit the tile ABI", evt_tile_at(i)->name);
+    assert_true(n > 20);
+    evt_tile_decl wide = {.name = "too_wide", .doc = "one tensor more than evt_task_args holds", .nparams = EVT_ABI_MAX_TENSORS + 1,
+                          .cpu = evt_tile_at(0)->cpu, .threads = 128};
+    for (int k = 0; k < wide.nparams; k++) wide.params[k] = (evt_tile_param){"t", EVT_PARAM_IN, EVT_ANY_DTYPE, EVT_ANY_RANK};
+    assert_false(evt_tile_fits_abi(&wide));
+    assert_int_equal(evt_tile_register(&wide), EVT_ERR_VERIFY);
+    assert_null(evt_tile_find("too_wide"));
+    wide.nparams = EVT_ABI_MAX_TENSORS; /* at the limit: registered */
+    wide.name = "wide_enough";
+    assert_int_equal(evt_tile_register(&wide), EVT_OK);
+    assert_non_null(evt_tile_find("wide_enough"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +259,7 @@ int main(void)
         cmocka_unit_test(deadlock_rejected),
         cmocka_unit_test(watchdog_planted_count),
         cmocka_unit_test(recovers_after_abort),
+        cmocka_unit_test(tile_abi_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,6 +61,8 @@ typedef struct evt_qwen3_opts {
                               whole LM head */
     int merge_per_group;   /* ablation: one attention merge task per (row, kv group) at every batch, not
                               one per row above batch 16 */
+    int merge_one_split;   /* ablation: attention merge tasks also when a request's cache is one split
+                              (S = 1, large batches), instead of the attention tasks writing o themselves */
     int prefetch;          /* GEMV calls annotated `prefetch`: their L2 prefetch hook runs before their
                               waits (measured 3-8% slower at batch 1 on an H200, so not the default),
                               or, in a kernel built with the weight stream, their weights stream */

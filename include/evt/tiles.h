@@ -70,9 +70,14 @@ typedef struct evt_tile_decl {
 
 /* Looks an operator up by name among the built-ins and user-registered ones. */
 const evt_tile_decl *evt_tile_find(const char *name);
-/* Registers a user operator (copied). Returns EVT_OK or EVT_ERR_VERIFY on a
- * duplicate name. Not thread-safe: register before compiling. */
+/* Registers a user operator (copied). Returns EVT_OK, or EVT_ERR_VERIFY on a
+ * duplicate name or parameters that do not fit the tile ABI
+ * (evt_tile_fits_abi). Not thread-safe: register before compiling. */
 evt_status evt_tile_register(const evt_tile_decl *decl);
+/* 1 if decl's tensor and integer parameters fit evt_task_args (at most
+ * EVT_ABI_MAX_TENSORS tensors, EVT_ABI_MAX_INTS integers, EVT_MAX_ARGS in
+ * all); evt_tile_register refuses a declaration that does not. */
+int evt_tile_fits_abi(const evt_tile_decl *decl);
 /* Iterates all operators: returns NULL past the end. */
 const evt_tile_decl *evt_tile_at(int index);
 

@@ -28,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 11
+#define EVT_ABI_VERSION 12
 
 /* Task records: what a static queue entry's task needs before its tile,
  * resolved on the host at bind time for the bound shape, so that the

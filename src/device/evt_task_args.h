@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define EVT_ABI_MAX_RANK 4
-#define EVT_ABI_MAX_TENSORS 8
+#define EVT_ABI_MAX_TENSORS 10 /* attn_rope_split takes 9 (registry.c refuses more) */
 #define EVT_ABI_MAX_INTS 8
 
 typedef struct evt_tensor_ref {

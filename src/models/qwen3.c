@@ -3,13 +3,15 @@
  * Per layer i (x_i is the residual stream, B rows):
  *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[0]        notifies H_i[0]
  *   qkvproj linear(h, Wqkv) -> qkv  over (nb)      waits H_i[0]        notifies QKV_i[0]
- *   at     attn_rope_split -> part, cache   over (b, g, s)  waits QKV_i[0]
+ *   at     attn_rope_split -> part, cache (, o)   over (b, g, s)  waits QKV_i[0]
  *          (`qkv_per_head`: QKV_i has an element per head; a tile notifies
  *          the heads its rows touch, a task waits for its kv head g's q
  *          heads and k, v: finer, but all QKV tiles run in one wave and the
  *          one counter measured 2-10% faster with 131 tiles, RESULTS session 8)
  *          (q norm + RoPE of the group's q heads, the new k/v, split-KV
  *          attention reading the cache once per group)  notifies P_i[b, g]
+ *          (with one split, S = 1: the tile writes o itself and notifies
+ *          AT_i[0] instead, and am has no tasks; `merge_one_split` keeps them)
  *   am     attn_merge_group -> o        over (b, g)    waits P_i[b, g]     notifies AT_i[0]
  *          (the splits of the group's q heads: one task and one notify per
  *          group, not per q head; at batch 64 the per-head merges were
@@ -163,6 +165,15 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     if (op.attn_splits > 0) snprintf(Sx, sizeof Sx, "%lld", (long long)op.attn_splits);
     else snprintf(Sx, sizeof Sx, "min(%d, max(1, %lld / (B * %lld)))", EVT_QWEN3_AUTO_SPLITS_MAX, (long long)op.target_tasks,
                   (long long)(op.split_rope ? nh : nkv));
+    /* merges only where a request's cache has more than one split: with one
+       (S = 1, batches above target_tasks / kv heads) attn_rope_split writes
+       o itself and notifies AT_i, and the merge call has no tasks (a stage
+       and its handoff less per layer; merge_one_split, or the split-rope
+       form, whose attn_split does not, keeps the merges) */
+    const int fold = !op.split_rope && !op.merge_one_split;
+    char MULTIx[128], MGTx[256];
+    snprintf(MULTIx, sizeof MULTIx, fold ? "min(1, %s - 1)" : "1", Sx);
+    snprintf(MGTx, sizeof MGTx, fold ? "%s * %s" : "%s", MGx, MULTIx);
     if (!op.split_rope && ((G + 2) * hd > 4096 || G > 8)) { /* attn_rope_split keeps a group's q heads, k and v in shared memory */
         evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0},
                        "model %s: %lld q heads per kv head of %lld: more than 8 heads or 4096 values per group "
@@ -300,13 +311,16 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
               "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h / %lld * %s / %lld]\n}\n",
               i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G, MGx, (long long)nkv);
         } else {
-            P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, %lld, %lld)"
-              " over (b, g, s) in [B, %lld, %s] policy dynamic {\n"
-              "    %s%s\n    notify e%lld_P[b, g * %s / %lld]\n}\n",
-              i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, MGx, (long long)nkv);
+            P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
+              "%lld, %lld) over (b, g, s) in [B, %lld, %s] policy dynamic {\n"
+              "    %s%s\n    notify e%lld_P[b, g * %s / %lld]%s%s%s\n",
+              i, i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, MGx, (long long)nkv,
+              fold ? " for f in [" : "", fold ? MULTIx : "", fold ? "]" : "");
+            if (fold) P("    notify e%lld_AT[0] for f in [1 - %s]\n", i, MULTIx);
+            P("}\n");
         }
         P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld / %s) over (b, g) in [B, %s] {\n    wait e%lld_P[b, g]\n"
-          "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)nh, MGx, MGx, i, i);
+          "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)nh, MGx, MGTx, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld]%s {\n"
           "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
         if (SN) {

@@ -27,12 +27,14 @@
  *   attn_split(q[B, nh, hd], kc, vc, bt, pos, part[B, nh, S, hd + 2])  over (b, h, s)
  *       split s of positions 0..pos[b]: running max, sum and unnormalised
  *       output of softmax(q k / sqrt(hd)) v, for the kv head h / (nh / nkv)
- *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, eps_e12, theta)   over (b, g, s)
+ *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, o, eps_e12, theta)   over (b, g, s)
  *       q_rope, k_rope_append and attn_split in one task for the nh / nkv
  *       q heads of kv head g (grouped-query attention: the cache of g is read
  *       once for all of them): q heads normed and rotated in place; the split
  *       holding position pos[b] computes the new k and v itself and writes
- *       them to the cache, the others read only older positions
+ *       them to the cache, the others read only older positions; with one
+ *       split (S = 1) the task also writes its heads of o[B, nh * hd] as
+ *       attn_merge would, so that no merge has to run after it
  *   attn_merge(part[B, nh, S, hd + 2], o[B, nh * hd])   over (b, h)
  *       the S splits of head h merged and normalised into o[b, head h]
  *   attn_merge_group(part, o, G)   over (b, g): attn_merge of heads g*G .. g*G+G-1
@@ -310,7 +312,12 @@ void evt_tile_attn_rope_split(const evt_task_args *a)
     for (int64_t h = g * G; h < (g + 1) * G; h++) {
         norm_rope(qkv + b * N + h * hd, wq, hd, p, a->iarg[0], a->iarg[1], qf);
         for (int64_t i = 0; i < hd; i++) qf[i] = evt_bf16_to_f32(evt_f32_to_bf16(qf[i]));
-        attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, part + ((b * nh + h) * S + s) * (hd + 2));
+        float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
+        attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, dst);
+        if (S == 1) { /* the only split: o as attn_merge computes it from the partial (weight exp(0) = 1) */
+            bf16 *o = a->t[8].ptr;
+            for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, dst[1] > 0 ? dst[2 + i] / dst[1] : 0);
+        }
     }
 }
 

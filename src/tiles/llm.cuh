@@ -45,7 +45,8 @@
  *       and (the split holding the new position) the new k and v, which it
  *       writes to the cache; then the split attention for all the group's q
  *       heads at once (each cache line loaded once, scored G times), the new
- *       position read back from the cache after a block barrier.
+ *       position read back from the cache after a block barrier; with one
+ *       split, the heads' normalised output o from the final merge too.
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
  * read with plain loads. Shared memory: one 32 KiB static buffer and the row

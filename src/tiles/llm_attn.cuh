@@ -31,10 +31,12 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 #endif
 /* End of a grouped split: each warp's (m, l, o) per head (m is warp-uniform,
  * the lane groups hold disjoint positions) merged into dst in the natural-log
- * domain. Uses evt_llm_smem below EVT_LLM_ATTN_QKV_OFF. */
+ * domain; with odst (the task's split is the only one) also the normalised
+ * output of head i at odst + i * hd, as attn_merge computes it from dst.
+ * Uses evt_llm_smem below EVT_LLM_ATTN_QKV_OFF. */
 template <int G>
 __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], float (&l)[G], float (&o)[G][8], int lpp, float *dst,
-                                                         int64_t dstride)
+                                                         int64_t dstride, evt_bf16 *odst)
 {
     const float LN2 = 0.6931471805599453f;
     int64_t hd = 8 * lpp;
@@ -80,6 +82,11 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
         float acc = 0;
         for (int w = 0; w < nwarps; w++) acc += sm[(w * G + i) * (hd + 2) + c] * wi[w];
         dst[i * dstride + c] = c == 0 ? wi[nwarps] * LN2 : acc;
+        if (odst && c >= 2) { /* the sum as its own element (c = 1) computes it: the same float */
+            float L = 0;
+            for (int w = 0; w < nwarps; w++) L += sm[(w * G + i) * (hd + 2) + 1] * wi[w];
+            evt_llm_st(odst, i * hd + c - 2, L > 0 ? acc / L : 0.f);
+        }
     }
     evt_tile_sync(); /* the merge area is reused by the next call */
 }
@@ -108,7 +115,8 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
                              slower, session 19-20), 0 nowhere (the butterfly everywhere) */
 #endif
 template <int G, int LPP>
-__device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride)
+__device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride,
+                                                  evt_bf16 *odst)
 {
     const float LOG2E = 1.4426950408889634f;
     int64_t hd = io.hd;
@@ -261,7 +269,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
             ok[u] = nok[u];
         }
     }
-    evt_llm_attn_merge_warps<G>(m, l, o, lpp, dst, dstride);
+    evt_llm_attn_merge_warps<G>(m, l, o, lpp, dst, dstride, odst);
 }
 
 /* Generic path: positions in order, threads over head_dim. */
@@ -292,9 +300,11 @@ __device__ __forceinline__ void evt_llm_split_range(int64_t L, int64_t S, int64_
 }
 
 /* Runs one split for G q heads (io.q + i * hd; results at dst + i * dstride):
- * the empty marker, the grouped fast path, or per head the generic one. */
+ * the empty marker, the grouped fast path, or per head the generic one.
+ * odst (not NULL when the split is the only one): head i's normalised
+ * output, bf16, at odst + i * hd as well, as attn_merge would compute it. */
 __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, int64_t lo, int64_t hi, float *dst,
-                                               int64_t dstride, bool aligned)
+                                               int64_t dstride, bool aligned, evt_bf16 *odst)
 {
     int64_t hd = io.hd, lpp = hd / 8;
     bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (evt_tile_threads() & 31) == 0 &&
@@ -302,26 +312,34 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
     if (lo >= hi) {
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads())
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
+        for (int64_t e = threadIdx.x; odst && e < G * hd; e += evt_tile_threads()) evt_llm_st(odst, e, 0.f);
         return;
     }
 #if EVT_LLM_ATTN_RS >= 2
-    if (fast && G == 4 && lpp == 16) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride);
+    if (fast && G == 4 && lpp == 16) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride, odst);
     else
 #endif
 #if EVT_LLM_ATTN_RS >= 1
-    if (fast && G == 2 && lpp == 16) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride);
+    if (fast && G == 2 && lpp == 16) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride, odst);
     else
 #endif
-    if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride);
-    else if (fast && G == 2) evt_llm_attn_fast<2, 0>(io, lo, hi, dst, dstride);
-    else if (fast) evt_llm_attn_fast<1, 0>(io, lo, hi, dst, dstride);
-    else
+    if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride, odst);
+    else if (fast && G == 2) evt_llm_attn_fast<2, 0>(io, lo, hi, dst, dstride, odst);
+    else if (fast) evt_llm_attn_fast<1, 0>(io, lo, hi, dst, dstride, odst);
+    else {
         for (int64_t i = 0; i < G; i++) {
             evt_llm_attn_io one = io;
             one.q = io.q + i * hd;
             evt_llm_attn_slow(one, lo, hi, dst + i * dstride);
             evt_tile_sync();
         }
+        /* the block reads back what it wrote (the barrier above orders it) */
+        for (int64_t e = threadIdx.x; odst && e < G * hd; e += evt_tile_threads()) {
+            const float *di = dst + (e / hd) * dstride;
+            float L = di[1];
+            evt_llm_st(odst, e, L > 0 ? di[2 + e % hd] / L : 0.f);
+        }
+    }
 }
 
 __device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
@@ -340,17 +358,20 @@ __device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
     io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
     io.b = b; io.g = h / (nh / io.nkv);
     bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
-    evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned);
+    evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned, NULL);
 }
 
 /* q_rope + k_rope_append + attn_split for the G q heads of kv head g (see
- * llm.c): their q and the new k, v in shared memory, then one grouped split. */
+ * llm.c): their q and the new k, v in shared memory, then one grouped split;
+ * with one split (S = 1) also the merged output o of the group's heads, so
+ * that no attn_merge task has to run after it. */
 __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
 {
     const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
     const int32_t *pos = (const int32_t *)a->t[3].ptr;
     evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
     float *part = (float *)a->t[7].ptr;
+    evt_bf16 *o = (evt_bf16 *)a->t[8].ptr;
     int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
     int64_t G = nh / nkv, p = pos[b], lo, hi;
@@ -361,6 +382,7 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
     if (!room) { /* the builder refuses such shapes; never a silent result */
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
+        for (int64_t e = threadIdx.x; S == 1 && e < G * hd; e += evt_tile_threads()) evt_llm_st(o, (b * nh + g * G) * hd + e, NAN);
         return;
     }
     bool has_new = lo <= p && p < hi;
@@ -394,7 +416,7 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
         for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
         evt_tile_sync();
     }
-    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15));
+    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15), S == 1 ? o + (b * nh + g * G) * hd : NULL);
 }
 
 /* o[b, heads h0 .. h0 + G) = their splits merged and normalised: a thread

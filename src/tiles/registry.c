@@ -70,10 +70,11 @@ static const evt_tile_decl builtins[] = {
     {"attn_split", "split s of decode attention for (b, h): max, sum, unnormalised output", 6,
      {IN("q", EVT_BF16, 3), IN("kc", EVT_BF16, 4), IN("vc", EVT_BF16, 4), IN("bt", EVT_I32, 2), IN("pos", EVT_I32, 1),
       OUT("part", EVT_F32, 4)}, evt_tile_attn_split, "tiles/llm.cuh", 128, 0, 0, 0, NULL, 0},
-    {"attn_rope_split", "q_rope + k_rope_append + attn_split of the q heads of kv head g, split s, for request b (b, g, s)", 10,
+    {"attn_rope_split", "q_rope + k_rope_append + attn_split of the q heads of kv head g, split s, for request b (b, g, s); "
+     "with one split also their merged output o", 11,
      {IN("qkv", EVT_BF16, 2), IN("wq", EVT_BF16, 1), IN("wk", EVT_BF16, 1), IN("pos", EVT_I32, 1), IN("bt", EVT_I32, 2),
-      {"kc", EVT_PARAM_INOUT, EVT_BF16, 4}, {"vc", EVT_PARAM_INOUT, EVT_BF16, 4}, OUT("part", EVT_F32, 4), INT("eps_e12"),
-      INT("theta")}, evt_tile_attn_rope_split, "tiles/llm.cuh", 256, 0, 0, 0, NULL, 0},
+      {"kc", EVT_PARAM_INOUT, EVT_BF16, 4}, {"vc", EVT_PARAM_INOUT, EVT_BF16, 4}, OUT("part", EVT_F32, 4), OUT("o", EVT_BF16, 2),
+      INT("eps_e12"), INT("theta")}, evt_tile_attn_rope_split, "tiles/llm.cuh", 256, 0, 0, 0, NULL, 0},
     {"attn_merge", "o[b, h] = merge of the splits of part[b, h]", 2,
      {IN("part", EVT_F32, 4), OUT("o", EVT_BF16, 2)}, evt_tile_attn_merge, "tiles/llm.cuh", 128, 0, 0, 0, NULL, 0},
     {"attn_merge_group", "o[b, heads g*G .. g*G+G) = merge of the splits of part[b, those heads]", 3,
@@ -105,9 +106,22 @@ const evt_tile_decl *evt_tile_find(const char *name)
     return NULL;
 }
 
+/* 1 if the declaration's tensor and integer parameters fit the tile ABI's
+ * arrays (evt_task_args.t[], .iarg[]): the generated code fills them by
+ * position, so one more would be written past the end. */
+int evt_tile_fits_abi(const evt_tile_decl *decl)
+{
+    int nt = 0, ni = 0;
+    for (int k = 0; k < decl->nparams; k++) {
+        if (decl->params[k].mode == EVT_PARAM_INT) ni++;
+        else nt++;
+    }
+    return decl->nparams <= EVT_MAX_ARGS && nt <= EVT_ABI_MAX_TENSORS && ni <= EVT_ABI_MAX_INTS;
+}
+
 evt_status evt_tile_register(const evt_tile_decl *decl)
 {
-    if (!decl || !decl->name || evt_tile_find(decl->name) || nuser == MAX_USER || decl->nparams > EVT_MAX_ARGS)
+    if (!decl || !decl->name || evt_tile_find(decl->name) || nuser == MAX_USER || !evt_tile_fits_abi(decl))
         return EVT_ERR_VERIFY;
     user[nuser++] = *decl;
     return EVT_OK;

@@ -30,6 +30,9 @@
 # a butterfly for 4 (qwen3-uneven) by default; the attn cases build the
 # other two forms (EVT_LLM_ATTN_RS=0: the butterfly for 2; 2: the
 # reduce-scatter for 4; docs/models.md).
+# From batch 9 (qwen3-mid and -uneven have 8 kv heads: 131 / (8 B) < 2) a
+# request's cache is one split: the attention tasks write o themselves and
+# the merge call has no tasks (b12 and up); below, merges run (b1 to b6).
 # The uneven cases (tests/gpu/qwen3-uneven.json: qwen3-8b's QKV and MLP
 # widths and 4 q heads per kv head on a 1024-wide model, 2 layers) give the
 # GEMV tiles unit counts that do not divide the 8 warps (QKV 3 at B <= 8,
