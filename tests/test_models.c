@@ -592,21 +592,23 @@ static void tiny_decode(void **state)
         evt_diag_free(&d);
     }
     /* the same step kernel by kernel, in a graph, unfused and dynamic: the
-       same tiles in another order give bitwise the same logits on the CPU */
-    {
+       same tiles in another order give bitwise the same logits on the CPU;
+       also with one split per request (the attention writes o, no merges) */
+    for (int splits = 0; splits < 2; splits++) {
         evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 5, .ctx = 17, .steps = 2,
                              .backend = EVT_BACKEND_CPU, .quiet = 1, .nalso = 5,
                              .also = {EVT_SCHED_KBK, EVT_SCHED_GRAPH, EVT_SCHED_UNFUSED, EVT_SCHED_DYNAMIC, EVT_SCHED_HYBRID}};
         o.run.workers = 3;
+        o.build.attn_splits = splits;
         evt_decode_result r;
         evt_diag d;
         evt_diag_init(&d, "decode");
-        if (evt_decode(&o, &r, &d)) fail_msg("%s", d.text);
+        if (evt_decode(&o, &r, &d)) fail_msg("splits %d: %s", splits, d.text);
         for (int k = 0; k < 5; k++) {
             assert_true(r.also_ms[k] > 0);
             if (r.also_logit_err[k] != 0 || r.also_next_diff[k] != 0)
-                fail_msg("%s: logits differ by %g, %lld next tokens differ", evt_sched_name(o.also[k]), r.also_logit_err[k],
-                         (long long)r.also_next_diff[k]);
+                fail_msg("splits %d, %s: logits differ by %g, %lld next tokens differ", splits, evt_sched_name(o.also[k]),
+                         r.also_logit_err[k], (long long)r.also_next_diff[k]);
         }
         evt_diag_free(&d);
     }
