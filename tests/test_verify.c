@@ -246,6 +246,10 @@ static void tile_abi_fits(void **state)
     assert_false(evt_tile_fits_abi(&wide));
     assert_int_equal(evt_tile_register(&wide), EVT_ERR_VERIFY);
     assert_null(evt_tile_find("too_wide"));
+    wide.nparams = EVT_MAX_ARGS + 1; /* more than params[] holds: refused without reading past it */
+    assert_false(evt_tile_fits_abi(&wide));
+    wide.nparams = -1;
+    assert_false(evt_tile_fits_abi(&wide));
     wide.nparams = EVT_ABI_MAX_TENSORS; /* at the limit: registered */
     wide.name = "wide_enough";
     assert_int_equal(evt_tile_register(&wide), EVT_OK);

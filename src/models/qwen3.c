@@ -166,10 +166,11 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     else snprintf(Sx, sizeof Sx, "min(%d, max(1, %lld / (B * %lld)))", EVT_QWEN3_AUTO_SPLITS_MAX, (long long)op.target_tasks,
                   (long long)(op.split_rope ? nh : nkv));
     /* merges only where a request's cache has more than one split: with one
-       (S = 1, batches above target_tasks / kv heads) attn_rope_split writes
-       o itself and notifies AT_i, and the merge call has no tasks (a stage
-       and its handoff less per layer; merge_one_split, or the split-rope
-       form, whose attn_split does not, keeps the merges) */
+       (S = 1, batches above target_tasks / (2 x kv heads)) attn_rope_split
+       writes o itself and notifies AT_i, and the merge call has no tasks (a
+       stage and its handoff less per layer; merge_one_split, or the
+       split-rope form, whose attn_split does not, keeps the merges).
+       MULTIx is 1 when S > 1, else 0; MGTx the merge tasks per row. */
     const int fold = !op.split_rope && !op.merge_one_split;
     char MULTIx[128], MGTx[256];
     snprintf(MULTIx, sizeof MULTIx, fold ? "min(1, %s - 1)" : "1", Sx);

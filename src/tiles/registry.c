@@ -112,6 +112,7 @@ const evt_tile_decl *evt_tile_find(const char *name)
 int evt_tile_fits_abi(const evt_tile_decl *decl)
 {
     int nt = 0, ni = 0;
+    if (decl->nparams < 0 || decl->nparams > EVT_MAX_ARGS) return 0;
     for (int k = 0; k < decl->nparams; k++) {
         if (decl->params[k].mode == EVT_PARAM_INT) ni++;
         else nt++;
