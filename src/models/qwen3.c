@@ -170,11 +170,13 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
        writes o itself and notifies AT_i, and the merge call has no tasks (a
        stage and its handoff less per layer; merge_one_split, or the
        split-rope form, whose attn_split does not, keeps the merges).
-       MULTIx is 1 when S > 1, else 0; MGTx the merge tasks per row. */
+       MULTIx is 1 when S > 1, else 0; MGTx the merge tasks per row; PFORx
+       the attention's `for` on its notify of P (none without the fold). */
     const int fold = !op.split_rope && !op.merge_one_split;
-    char MULTIx[128], MGTx[256];
+    char MULTIx[128], MGTx[256], PFORx[160] = "";
     snprintf(MULTIx, sizeof MULTIx, fold ? "min(1, %s - 1)" : "1", Sx);
     snprintf(MGTx, sizeof MGTx, fold ? "%s * %s" : "%s", MGx, MULTIx);
+    if (fold) snprintf(PFORx, sizeof PFORx, " for f in [%s]", MULTIx);
     if (!op.split_rope && ((G + 2) * hd > 4096 || G > 8)) { /* attn_rope_split keeps a group's q heads, k and v in shared memory */
         evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0},
                        "model %s: %lld q heads per kv head of %lld: more than 8 heads or 4096 values per group "
@@ -314,9 +316,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
               "%lld, %lld) over (b, g, s) in [B, %lld, %s] policy dynamic {\n"
-              "    %s%s\n    notify e%lld_P[b, g * %s / %lld]%s%s%s\n",
-              i, i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, MGx, (long long)nkv,
-              fold ? " for f in [" : "", fold ? MULTIx : "", fold ? "]" : "");
+              "    %s%s\n    notify e%lld_P[b, g * %s / %lld]%s\n",
+              i, i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, MGx, (long long)nkv, PFORx);
             if (fold) P("    notify e%lld_AT[0] for f in [1 - %s]\n", i, MULTIx);
             P("}\n");
         }

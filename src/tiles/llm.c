@@ -272,6 +272,23 @@ static void split_range(int64_t L, int64_t S, int64_t s, int64_t *lo, int64_t *h
     *hi = *lo + chunk < L ? *lo + chunk : L;
 }
 
+/* o[b, h] = the splits of part[B, nh, S, hd + 2][b, h] merged and normalised. */
+static void merge_head(const float *part, bf16 *o, int64_t nh, int64_t S, int64_t hd, int64_t b, int64_t h)
+{
+    const float *p = part + (b * nh + h) * S * (hd + 2);
+    float M = -INFINITY;
+    for (int64_t s = 0; s < S; s++) if (p[s * (hd + 2)] > M) M = p[s * (hd + 2)];
+    float L = 0, acc[1024] = {0};
+    for (int64_t s = 0; s < S; s++) {
+        const float *ps = p + s * (hd + 2);
+        if (ps[1] == 0) continue; /* empty split */
+        float w = expf(ps[0] - M);
+        L += ps[1] * w;
+        for (int64_t i = 0; i < hd; i++) acc[i] += ps[2 + i] * w;
+    }
+    for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, L > 0 ? acc[i] / L : 0);
+}
+
 void evt_tile_attn_split(const evt_task_args *a)
 {
     const bf16 *q = a->t[0].ptr;
@@ -312,41 +329,23 @@ void evt_tile_attn_rope_split(const evt_task_args *a)
     for (int64_t h = g * G; h < (g + 1) * G; h++) {
         norm_rope(qkv + b * N + h * hd, wq, hd, p, a->iarg[0], a->iarg[1], qf);
         for (int64_t i = 0; i < hd; i++) qf[i] = evt_bf16_to_f32(evt_f32_to_bf16(qf[i]));
-        float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
-        attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, dst);
-        if (S == 1) { /* the only split: o as attn_merge computes it from the partial (weight exp(0) = 1) */
-            bf16 *o = a->t[8].ptr;
-            for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, dst[1] > 0 ? dst[2 + i] / dst[1] : 0);
-        }
+        attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, part + ((b * nh + h) * S + s) * (hd + 2));
+        if (S == 1) merge_head(part, a->t[8].ptr, nh, S, hd, b, h); /* the only split: o as attn_merge writes it */
     }
 }
 
-/* o[b, h] = the splits of part[b, h] merged and normalised. */
-static void merge_head(const evt_task_args *a, int64_t b, int64_t h)
+/* merge_head over the tensors of an attn_merge / attn_merge_group task */
+static void merge_task_head(const evt_task_args *a, int64_t b, int64_t h)
 {
-    const float *part = a->t[0].ptr;
-    bf16 *o = a->t[1].ptr;
-    int64_t nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
-    const float *p = part + (b * nh + h) * S * (hd + 2);
-    float M = -INFINITY;
-    for (int64_t s = 0; s < S; s++) if (p[s * (hd + 2)] > M) M = p[s * (hd + 2)];
-    float L = 0, acc[1024] = {0};
-    for (int64_t s = 0; s < S; s++) {
-        const float *ps = p + s * (hd + 2);
-        if (ps[1] == 0) continue; /* empty split */
-        float w = expf(ps[0] - M);
-        L += ps[1] * w;
-        for (int64_t i = 0; i < hd; i++) acc[i] += ps[2 + i] * w;
-    }
-    for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, L > 0 ? acc[i] / L : 0);
+    merge_head(a->t[0].ptr, a->t[1].ptr, a->t[0].dim[1], a->t[0].dim[2], a->t[0].dim[3] - 2, b, h);
 }
 
-void evt_tile_attn_merge(const evt_task_args *a) { merge_head(a, a->coord[0], a->coord[1]); }
+void evt_tile_attn_merge(const evt_task_args *a) { merge_task_head(a, a->coord[0], a->coord[1]); }
 
 void evt_tile_attn_merge_group(const evt_task_args *a)
 {
     int64_t G = a->iarg[0], nh = a->t[0].dim[1];
-    for (int64_t h = a->coord[1] * G; h < (a->coord[1] + 1) * G && h < nh; h++) merge_head(a, a->coord[0], h);
+    for (int64_t h = a->coord[1] * G; h < (a->coord[1] + 1) * G && h < nh; h++) merge_task_head(a, a->coord[0], h);
 }
 
 void evt_tile_argmax_part(const evt_task_args *a)

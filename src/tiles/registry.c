@@ -117,7 +117,7 @@ int evt_tile_fits_abi(const evt_tile_decl *decl)
         if (decl->params[k].mode == EVT_PARAM_INT) ni++;
         else nt++;
     }
-    return decl->nparams <= EVT_MAX_ARGS && nt <= EVT_ABI_MAX_TENSORS && ni <= EVT_ABI_MAX_INTS;
+    return nt <= EVT_ABI_MAX_TENSORS && ni <= EVT_ABI_MAX_INTS;
 }
 
 evt_status evt_tile_register(const evt_tile_decl *decl)

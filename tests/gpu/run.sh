@@ -183,9 +183,9 @@ say "== register spills in the tiles of a decode megakernel"
 # session 20 the default build's early loads in every GEMV unit make
 # attn_rope_split spill 28 bytes in evt_kernel and 32 in evt_call_kernel and
 # measured 1.5-4.1% faster at batch 32 and 64 all the same (bench/RESULTS.md);
-# the 33% loss was a GEMV spilling in its loop, far more than that
-# the three builds run at once (each is one single-threaded nvcc, ~1 min)
-SPD=$(mktemp -d /tmp/evt-spills-XXXXXX)
+# the 33% loss was a GEMV spilling in its loop, far more than that.
+# The three builds run at once (each is one single-threaded nvcc, ~1 min).
+SPD=$(mktemp -d)
 for variant in default noearly stream; do
     flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads
     (bench/spills.sh examples/qwen3-tiny.json $flag > "$SPD/$variant.txt" 2> "$SPD/$variant.err"; echo $? > "$SPD/$variant.rc") &
