@@ -396,29 +396,12 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
     }
 }
 
-#ifndef EVT_LLM_RING
-#define EVT_LLM_RING 1 /* 0: the register units at every batch (the ring's ablation) */
-#endif
-#ifndef EVT_LLM_RING_MIN_B
-#define EVT_LLM_RING_MIN_B 16 /* the ring above this many batch rows (up to 64) */
-#endif
-#if EVT_LLM_RING
-#include "llm_gemv_ring.cuh"
-#endif
-
 /* Rows [n0, n1) from W0 (W1), nr of them per tile at most: the unit shapes. */
 template <int MODE, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_rows(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
                                                   int64_t n0, int64_t n1, int64_t nr)
 {
     int64_t B = a->t[0].dim[0];
-#if EVT_LLM_RING
-    /* above EVT_LLM_RING_MIN_B batch rows: the shared-memory ring (llm_gemv_ring.cuh) */
-    if (!NORM && !SM && B > EVT_LLM_RING_MIN_B && B <= EVT_LLM_RING_XROWS && evt_tile_threads() == 256) {
-        evt_llm_gemv_ring<MODE, EARLY>(a, W0, W1, n0, n1);
-        return;
-    }
-#endif
     if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1); return; }
     /* Larger batches. "Wide" units hold every batch row (up to 64; beyond,
      * two passes) and one 16-row tile, so each weight row is loaded once
