@@ -120,8 +120,8 @@ static void test_grid_errors(void **state)
     expect_diag("call c = f() over (i) in [4] policy fast {\n}\n",
                 "1:37: error: expected static, dynamic or auto after 'policy', found 'fast'");
     expect_diag("call c = f() over (i) in [4] quickly {\n}\n", "1:30: error: unknown keyword 'quickly'");
-    expect_diag("call c = f(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13) over (i) in [4] {\n}\n",
-                "1:51: error: too many arguments (at most 12)");
+    expect_diag("call c = f(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17) over (i) in [4] {\n}\n",
+                "1:67: error: too many arguments (at most 16)");
 }
 
 static void test_structure_errors(void **state)

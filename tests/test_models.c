@@ -184,7 +184,9 @@ static void attention(void **state)
 /* attn_rope_split over (b, g, s) == q_rope + k_rope_append + attn_split over
  * (b, h, s), bitwise (partials and the appended cache), for 1, 2 and 4 q
  * heads per kv head and split counts from 1 to more splits than positions;
- * with one split it also writes o, bitwise attn_merge_group's */
+ * with one split it also writes o, bitwise attn_merge_group's, and so does
+ * the last task of each merge group with merge_last (several splits, merge
+ * groups of one kv head or of the whole row), leaving the counts at 0 */
 static void fused_attention(void **state)
 {
     (void)state;
@@ -268,6 +270,26 @@ static void fused_attention(void **state)
             } else {
                 for (int i = 0; i < NH * HD; i++)
                     if (o[1][i] != 0xffff) fail_msg("G=%d S=%d: o written although there are %d splits", G, S, S);
+                /* merge_last: the group's last task merges it as attn_merge_group does */
+                evt_task_args m = {0};
+                m.ncoord = 2;
+                m.t[0] = ref(part[0], 4, 1, NH, S, HD + 2);
+                m.t[1] = ref(o[0], 2, 1, NH * HD, 1, 1);
+                m.iarg[0] = G;
+                for (int g = 0; g < NKV; g++) { m.coord[1] = g; evt_tile_attn_merge_group(&m); }
+                for (int MG = 1; MG <= NKV; MG *= 2) {
+                    int32_t pc[NKV] = {0};
+                    memset(o[1], 0xff, sizeof o[1]);
+                    f.t[9] = ref(pc, 2, 1, MG, 1, 1);
+                    f.iarg[2] = 1;
+                    for (int g = 0; g < NKV; g++)
+                        for (int sp = 0; sp < S; sp++) { f.coord[1] = g; f.coord[2] = sp; evt_tile_attn_rope_split(&f); }
+                    f.iarg[2] = 0;
+                    if (memcmp(o[0], o[1], (size_t)NH * HD * sizeof(uint16_t)))
+                        fail_msg("G=%d S=%d MG=%d: the last split's merged o differs from attn_merge_group's", G, S, MG);
+                    for (int i = 0; i < MG; i++)
+                        if (pc[i]) fail_msg("G=%d S=%d MG=%d: merge count %d left at %d", G, S, MG, i, pc[i]);
+                }
             }
         }
 }
@@ -414,15 +436,15 @@ static void config_and_program(void **state)
     assert_non_null(strstr(text, "attn_rope_split(l0_qkv"));
     assert_null(strstr(text, "for r in [B]"));
     /* attention per kv head (its 2 q heads together), the ready queue under
-       hybrid; with more than one split it notifies the merge, with one
-       (min(1, S - 1) = 0) it writes o and notifies the O projection itself */
-    assert_non_null(strstr(text, "over (b, g, s) in [B, 2, min(8, max(1, 131 / (B * 2)))] policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
-                                 "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n"
-                                 "    notify e0_P[b, g * max(1, 2 * min(1, 16 / B)) / 2] for f in [min(1, min(8, max(1, 131 / (B * 2))) - 1)]\n"
-                                 "    notify e0_AT[0] for f in [1 - min(1, min(8, max(1, 131 / (B * 2))) - 1)]\n}"));
-    /* one merge task per (request, kv group), none with one split */
-    assert_non_null(strstr(text, "attn_merge_group(l0_part, l0_o, 4 / max(1, 2 * min(1, 16 / B))) over (b, g) in "
-                                 "[B, max(1, 2 * min(1, 16 / B)) * min(1, min(8, max(1, 131 / (B * 2))) - 1)] {\n    wait e0_P[b, g]\n"));
+       hybrid; it writes o itself (one split) or the last task of each merge
+       group merges it (merge_last = 1, counting in l0_pc), and notifies the O
+       projection: no merge call, no P event */
+    assert_non_null(strstr(text, "tensor l0_pc : i32[B, max(1, 2 * min(1, 16 / B))] scratch = zeros\n"));
+    assert_non_null(strstr(text, "l0_part, l0_o, l0_pc, 1000000, 1000000, 1) over (b, g, s) in [B, 2, min(8, max(1, 131 / (B * 2)))] "
+                                 "policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
+                                 "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_AT[0]\n}"));
+    assert_null(strstr(text, "attn_merge_group("));
+    assert_null(strstr(text, "e0_P["));
     free(text);
     o.row_events = 1;
     text = evt_qwen3_program(&c, &o, &d);
@@ -465,8 +487,14 @@ static void config_and_program(void **state)
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "event e1_QKV[1]\n"));
     assert_non_null(strstr(text, "    wait e1_H[0]\n    notify e1_QKV[0]\n}"));
-    assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * max(1, 2 * min(1, 16 / B)) / 2] for f in ["));
+    assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_AT[0]\n}"));
     free(text);
+    o.merge_tasks = 1; /* the ablation of session 21's form: merge tasks where S > 1 */
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * max(1, 2 * min(1, 16 / B)) / 2] for f in ["));
+    assert_non_null(strstr(text, "l1_o, l1_pc, 1000000, 1000000, 0) over"));
+    free(text);
+    o.merge_tasks = 0;
     o.merge_one_split = 1; /* the ablation: merges after every attention call, as before session 21 */
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * max(1, 2 * min(1, 16 / B)) / 2]\n}"));
@@ -492,9 +520,10 @@ static char *read_all(const char *path, size_t *n)
 
 /* The argmax over the vocabulary: about target_tasks tasks in all at any
  * batch (max(1, target_tasks / B) chunks per row, after the whole LM head),
- * one per (row, LM-head tile) in the ablation; the attention merge: one task
- * per (row, kv group) up to batch 16, one per row above (every batch in the
- * ablation). Both forms pick the reference's tokens on the CPU backend
+ * one per (row, LM-head tile) in the ablation; the attention merge (merge
+ * tasks, an ablation; by default the attention's last split merges): one
+ * task per (row, kv group) up to batch 16, one per row above (every batch in
+ * the ablation). Both forms pick the reference's tokens on the CPU backend
  * (tiny_decode checks the defaults). */
 static void reduction_tasks(void **state)
 {
@@ -505,6 +534,12 @@ static void reduction_tasks(void **state)
     assert_true(evt_qwen3_preset("qwen3-0.6b", &c));
     for (int per_tile = 0; per_tile < 2; per_tile++) {
         evt_qwen3_opts o = {.argmax_per_tile = per_tile, .merge_per_group = per_tile};
+        evt_qwen3_opts dflt = {.argmax_per_tile = per_tile}; /* the default has no merge call at all */
+        char *plain = evt_qwen3_program(&c, &dflt, &d);
+        assert_non_null(plain);
+        assert_null(strstr(plain, "attn_merge_group("));
+        free(plain);
+        o.merge_tasks = 1; /* the ablation: merge tasks where a request's cache has several splits */
         char *text = evt_qwen3_program(&c, &o, &d);
         assert_non_null(text);
         evt_graph *g = evt_parse(text, strlen(text), &d);
@@ -617,9 +652,9 @@ static void tiny_decode(void **state)
        split per request (--splits 1) also the attention tasks writing o
        themselves (the default) and merge tasks after them (--merge-one-split) */
     {
-        enum { NV = 5 };
-        static const struct { int splits, split_rope, merge_one_split, same_as; } v[NV] = {
-            {0, 0, 0, -1}, {0, 1, 0, 0}, {1, 0, 0, -1}, {1, 0, 1, 2}, {1, 1, 0, 2}};
+        enum { NV = 6 };
+        static const struct { int splits, split_rope, merge_one_split, merge_tasks, same_as; } v[NV] = {
+            {0, 0, 0, 0, -1}, {0, 1, 0, 0, 0}, {1, 0, 0, 0, -1}, {1, 0, 1, 0, 2}, {1, 1, 0, 0, 2}, {0, 0, 0, 1, 0}};
         char dirs[NV][64];
         for (int k = 0; k < NV; k++) {
             snprintf(dirs[k], sizeof dirs[k], "/tmp/evt-rope-XXXXXX");
@@ -630,6 +665,7 @@ static void tiny_decode(void **state)
             o.build.attn_splits = v[k].splits;
             o.build.split_rope = v[k].split_rope;
             o.build.merge_one_split = v[k].merge_one_split;
+            o.build.merge_tasks = v[k].merge_tasks;
             evt_decode_result r;
             evt_diag d;
             evt_diag_init(&d, "decode");
@@ -649,8 +685,8 @@ static void tiny_decode(void **state)
                 }
                 assert_int_equal(n[0], n[1]);
                 if (memcmp(buf[0], buf[1], n[0]))
-                    fail_msg("%s differs between variants %d and %d (splits %d, split_rope %d, merge_one_split %d)", files[f],
-                             v[k].same_as, k, v[k].splits, v[k].split_rope, v[k].merge_one_split);
+                    fail_msg("%s differs between variants %d and %d (splits %d, split_rope %d, merge_one_split %d, merge_tasks %d)",
+                             files[f], v[k].same_as, k, v[k].splits, v[k].split_rope, v[k].merge_one_split, v[k].merge_tasks);
                 free(buf[0]);
                 free(buf[1]);
             }

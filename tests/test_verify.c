@@ -230,6 +230,55 @@ static void recovers_after_abort(void **state)
     evt_module_free(m);
 }
 
+/* A scratch tensor initialised with zeros holds what tiles count in (their
+ * counts are back at 0 after every complete launch, attn_rope_split's merge
+ * groups): an aborted launch leaves them mid-way, so the backend zeroes
+ * them again, and leaves other scratch alone. */
+static void abort_rezeroes_counters(void **state)
+{
+    (void)state;
+    const char *prog =
+        "sym n = 2 in [1, 8]\n"
+        "tensor z : f32[1] input = const(0)\n"
+        "tensor Y : f32[n * 4] scratch\n"
+        "tensor K : i32[n, 3] scratch = zeros\n"
+        "tensor Z : f32[n] output\n"
+        "event E[n] count = 5\n"
+        "call p = spin(z, Y, 0, 0, 1, 0, 1) over (i, j) in [n, 4] {\n    notify E[i]\n}\n"
+        "call f = spin(Y, Z, 0, 4, 1, 0, 1) over (i) in [n] {\n    wait E[i]\n}\n";
+    evt_compile_opts co = {.trust_counts = 1};
+    char *msg;
+    evt_module *m = h_try_build(prog, &co, &msg);
+    if (!m) fail_msg("%s", msg);
+    free(msg);
+    const evt_graph *g = evt_module_graph(m);
+    evt_diag d;
+    evt_diag_init(&d, "t.evt");
+    int64_t sym[8];
+    const char *sets[] = {"n=2"};
+    evt_buffers *b = NULL;
+    assert_int_equal(evt_shape_parse(g, 1, sets, sym, &d), EVT_OK);
+    assert_int_equal(evt_buffers_new(g, sym, 1, 0xff, &b, &d), EVT_OK);
+    int ik = -1, iy = -1;
+    for (int i = 0; i < g->ntensors; i++) {
+        if (!strcmp(g->tensors[i]->name, "K")) ik = i;
+        if (!strcmp(g->tensors[i]->name, "Y")) iy = i;
+    }
+    size_t nk = 0, ny = 0;
+    int32_t *k = evt_buffers_data(b, ik, &nk);
+    unsigned char *y = evt_buffers_data(b, iy, &ny);
+    for (size_t i = 0; i < nk / 4; i++) k[i] = 7; /* a count left mid-way */
+    evt_run_opts o = {.sched = EVT_SCHED_STATIC, .workers = 2, .timeout_s = 0.2};
+    assert_int_equal(evt_module_run(m, sym, b, &o, NULL, &d), EVT_ERR_TIMEOUT);
+    for (size_t i = 0; i < nk / 4; i++) assert_int_equal(k[i], 0);
+    int written = 0; /* Y was written by the tasks that ran: not zeroed */
+    for (size_t i = 0; i < ny; i++) written |= y[i] != 0;
+    assert_true(written);
+    evt_buffers_free(b);
+    evt_diag_free(&d);
+    evt_module_free(m);
+}
+
 /* Every built-in operator's parameters fit the tile ABI's arrays (the
  * generated code fills evt_task_args.t[] and .iarg[] by position), and a
  * user operator with one tensor too many is refused, not registered. */
@@ -263,6 +312,7 @@ int main(void)
         cmocka_unit_test(deadlock_rejected),
         cmocka_unit_test(watchdog_planted_count),
         cmocka_unit_test(recovers_after_abort),
+        cmocka_unit_test(abort_rezeroes_counters),
         cmocka_unit_test(tile_abi_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

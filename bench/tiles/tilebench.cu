@@ -314,8 +314,9 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
         CK(cudaMemcpy(bt->d, bt->h, bt->bytes, cudaMemcpyHostToDevice));
         mk(ts, "kc", BF16, {B * MP, PS, nkv, hd}, 2, -1, 1); mk(ts, "vc", BF16, {B * MP, PS, nkv, hd}, 2, -1, 1);
         mk(ts, "part", F32, {B, nh, S, hd + 2}, 1, 0, 0);
-        mk(ts, "o", BF16, {B, nh * hd}, 1, 0, 0); /* written with one split (S = 1) */
-        r = run_op<attn_rope_split_cuda>("attn_rope_split", evt_tile_attn_rope_split, ts, {eps, theta}, {B, nkv, S}, 0, 1e-3);
+        mk(ts, "o", BF16, {B, nh * hd}, 1, 0, 0); /* with one split by every task, with several by each group's last */
+        mk(ts, "pc", I32, {B, nkv}, 2, 0, 0);     /* the merge counts: 0 before and after every launch */
+        r = run_op<attn_rope_split_cuda>("attn_rope_split", evt_tile_attn_rope_split, ts, {eps, theta, 1}, {B, nkv, S}, 0, 1e-3);
         tally(r); free_all(ts);
     }
     {

@@ -36,7 +36,7 @@ extern "C" {
 
 #define EVT_MAX_RANK 4      /* tensors, events, grids */
 #define EVT_MAX_FOR 2       /* `for` iteration variables per edge */
-#define EVT_MAX_ARGS 12     /* arguments of one call */
+#define EVT_MAX_ARGS 16     /* arguments of one call */
 #define EVT_MAX_BUCKETS 16
 
 /* Source position, for diagnostics. line 0 means "built through the C API". */

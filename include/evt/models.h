@@ -63,6 +63,9 @@ typedef struct evt_qwen3_opts {
                               one per row above batch 16 */
     int merge_one_split;   /* ablation: attention merge tasks also when a request's cache is one split
                               (S = 1, large batches), instead of the attention tasks writing o themselves */
+    int merge_tasks;       /* ablation: attention merge tasks where a request's cache has several splits
+                              (small batches), instead of the last attention task of each merge group
+                              merging it (attn_rope_split's merge_last) */
     int prefetch;          /* GEMV calls annotated `prefetch`: their L2 prefetch hook runs before their
                               waits (measured 3-8% slower at batch 1 on an H200, so not the default),
                               or, in a kernel built with the weight stream, their weights stream */

@@ -3,16 +3,20 @@
  * Per layer i (x_i is the residual stream, B rows):
  *   n1     rmsnorm(x_i) -> h            over (b)       waits X_i[0]        notifies H_i[0]
  *   qkvproj linear(h, Wqkv) -> qkv  over (nb)      waits H_i[0]        notifies QKV_i[0]
- *   at     attn_rope_split -> part, cache (, o)   over (b, g, s)  waits QKV_i[0]
+ *   at     attn_rope_split -> part, cache, o   over (b, g, s)  waits QKV_i[0]  notifies AT_i[0]
  *          (`qkv_per_head`: QKV_i has an element per head; a tile notifies
  *          the heads its rows touch, a task waits for its kv head g's q
  *          heads and k, v: finer, but all QKV tiles run in one wave and the
  *          one counter measured 2-10% faster with 131 tiles, RESULTS session 8)
  *          (q norm + RoPE of the group's q heads, the new k/v, split-KV
- *          attention reading the cache once per group)  notifies P_i[b, g]
- *          (with one split, S = 1: the tile writes o itself and notifies
- *          AT_i[0] instead, and am has no tasks; `merge_one_split` keeps them)
- *   am     attn_merge_group -> o        over (b, g)    waits P_i[b, g]     notifies AT_i[0]
+ *          attention reading the cache once per group); with one split
+ *          (S = 1) the task writes its heads of o itself, with several the
+ *          last task of each merge group to finish merges the group's
+ *          splits into o (counted in l_pc, zeros; attn_rope_split's
+ *          merge_last): no merge stage, no P event, at any batch
+ *   am     (ablations: `merge_tasks` where S > 1, `merge_one_split` at every
+ *          batch; the attention then notifies P_i[b, g])
+ *          attn_merge_group -> o        over (b, g)    waits P_i[b, g]     notifies AT_i[0]
  *          (the splits of the group's q heads: one task and one notify per
  *          group, not per q head; at batch 64 the per-head merges were
  *          B * nh tiny tasks on the path to the O projection)
@@ -173,6 +177,11 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
        MULTIx is 1 when S > 1, else 0; MGTx the merge tasks per row; PFORx
        the attention's `for` on its notify of P (none without the fold). */
     const int fold = !op.split_rope && !op.merge_one_split;
+    /* with several splits, the last attention task of each merge group
+       merges it (attn_rope_split's merge_last, counting in l_pc): no merge
+       call, no P event, at any split count; merge_tasks keeps the merge
+       tasks there (the ablation) */
+    const int last = fold && !op.merge_tasks;
     char MULTIx[128], MGTx[256], PFORx[160] = "";
     snprintf(MULTIx, sizeof MULTIx, fold ? "min(1, %s - 1)" : "1", Sx);
     snprintf(MGTx, sizeof MGTx, fold ? "%s * %s" : "%s", MGx, MULTIx);
@@ -248,6 +257,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (op.split_rope) P("tensor l%lld_q : bf16[B, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)hd);
         P("tensor l%lld_part : f32[B, %lld, %s, %lld] scratch\n", (long long)l, (long long)nh, Sx, (long long)(hd + 2));
         P("tensor l%lld_o : bf16[B, %lld] scratch\n", (long long)l, (long long)(nh * hd));
+        if (!op.split_rope) P("tensor l%lld_pc : i32[B, %s] scratch = zeros\n", (long long)l, MGx);
         P("tensor l%lld_xa : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         if (SN) P("tensor l%lld_h2 : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_a : bf16[B, %lld] scratch\n", (long long)l, (long long)I);
@@ -269,8 +279,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (SN) P("event e%lld_H[%s]\n", (long long)l, EV);
         P("event e%lld_QKV[%lld]\n", (long long)l, (long long)(op.qkv_per_head ? nh + 2 * nkv : 1));
         if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
-        P("event e%lld_P[B, %s]\nevent e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, MGx,
-          (long long)l, (long long)l, EV, (long long)l);
+        if (!last) P("event e%lld_P[B, %s]\n", (long long)l, MGx);
+        P("event e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)l, EV, (long long)l);
         if (SN) P("event e%lld_H2[%s]\n", (long long)l, EV);
     }
     if (SN) P("event HF[%s]\n", EV);
@@ -315,14 +325,16 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
               i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G, MGx, (long long)nkv);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
-              "%lld, %lld) over (b, g, s) in [B, %lld, %s] policy dynamic {\n"
-              "    %s%s\n    notify e%lld_P[b, g * %s / %lld]%s\n",
-              i, i, i, i, i, i, i, i, eps, theta, (long long)nkv, Sx, wq_grp, wv_g, i, MGx, (long long)nkv, PFORx);
-            if (fold) P("    notify e%lld_AT[0] for f in [1 - %s]\n", i, MULTIx);
+              "l%lld_pc, %lld, %lld, %d) over (b, g, s) in [B, %lld, %s] policy dynamic {\n    %s%s\n",
+              i, i, i, i, i, i, i, i, i, eps, theta, last, (long long)nkv, Sx, wq_grp, wv_g);
+            if (last) P("    notify e%lld_AT[0]\n", i);
+            else P("    notify e%lld_P[b, g * %s / %lld]%s\n", i, MGx, (long long)nkv, PFORx);
+            if (fold && !last) P("    notify e%lld_AT[0] for f in [1 - %s]\n", i, MULTIx);
             P("}\n");
         }
-        P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld / %s) over (b, g) in [B, %s] {\n    wait e%lld_P[b, g]\n"
-          "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)nh, MGx, MGTx, i, i);
+        if (!last)
+            P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld / %s) over (b, g) in [B, %s] {\n    wait e%lld_P[b, g]\n"
+              "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)nh, MGx, MGTx, i, i);
         P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld]%s {\n"
           "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
         if (SN) {

@@ -140,6 +140,8 @@ static evt_status init_tensor(const evt_tensor *t, void *p, int64_t n, size_t by
     return EVT_OK;
 }
 
+int evt_tensor_rezeroed_after_abort(const evt_tensor *t) { return t->role == EVT_SCRATCH && t->init.kind == EVT_INIT_ZEROS; }
+
 evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed, int poison,
                            evt_buffers **out, evt_diag *d)
 {

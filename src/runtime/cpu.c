@@ -229,6 +229,11 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
         /* an aborted launch leaves counters mid-way: reset fully (the only host reset) */
         memset(rt->state, 0, rt->state_cap * sizeof(int32_t));
         ring_init(&rt->ring, rt->ring.slots, rt->ring_cap);
+        for (int i = 0; i < g->ntensors; i++) { /* the tiles' own counters too */
+            size_t bytes = 0;
+            void *p = evt_buffers_data(bufs, i, &bytes);
+            if (evt_tensor_rezeroed_after_abort(g->tensors[i]) && p) memset(p, 0, bytes);
+        }
     }
     if (!st && o->trace_path) st = evt_trace_write(o->trace_path, b, trace, trace_worker, "cpu", d);
     free(trace); free(trace_worker); free(tensors); free(fns);

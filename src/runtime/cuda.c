@@ -288,11 +288,14 @@ static evt_status ring_reset(cuda_rt *rt, evt_diag *d)
     return EVT_OK;
 }
 
-/* Full reset after an aborted launch: state, ring, control block. */
-static evt_status reset_after_abort(cuda_rt *rt, evt_diag *d)
+/* Full reset after an aborted launch: state, ring, control block, and the
+   scratch tensors initialised with zeros (the tiles' own counters). */
+static evt_status reset_after_abort(cuda_rt *rt, const evt_graph *g, evt_diag *d)
 {
     CK(evt_cuda_g.cu.MemsetD8(rt->state.p, 0, rt->state.cap));
     CK(evt_cuda_g.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
+    for (int i = 0; g && i < g->ntensors && i < rt->ntens; i++)
+        if (evt_tensor_rezeroed_after_abort(g->tensors[i]) && rt->tens[i].p) CK(evt_cuda_g.cu.MemsetD8(rt->tens[i].p, 0, rt->tens[i].cap));
     return ring_reset(rt, d);
 }
 
@@ -604,7 +607,7 @@ static evt_status launch_once(evt_variant *v, evt_bind_entry *be, CUdeviceptr *d
 
 /* After the kernel(s) finished: reads the error record; on error describes it
  * (with the downloaded counters) and resets the state. */
-static evt_status check_error(cuda_rt *rt, const evt_bound *b, evt_diag *d)
+static evt_status check_error(cuda_rt *rt, const evt_bound *b, const evt_graph *g, evt_diag *d)
 {
     ctrl_block cb;
     CK(evt_cuda_g.cu.MemcpyDtoH(&cb, rt->ctrl.p, sizeof cb));
@@ -621,7 +624,7 @@ static evt_status check_error(cuda_rt *rt, const evt_bound *b, evt_diag *d)
     } else {
         st = evt_diag_error(d, EVT_ERR_TIMEOUT, (evt_loc){0, 0}, "launch aborted by the host after the watchdog bound");
     }
-    evt_status r = reset_after_abort(rt, d);
+    evt_status r = reset_after_abort(rt, g, d);
     return st ? st : r;
 }
 
@@ -641,8 +644,8 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
     stats->launch_ms = now_ms() - t0;
     stats->stream_ring_bytes = rt->last_ctx.stream_ring_bytes;
     if (st) return st;
-    if ((st = check_error(rt, b, d))) return st;
     const evt_graph *g = v->g;
+    if ((st = check_error(rt, b, g, d))) return st;
     for (int i = 0; i < g->ntensors; i++) {
         size_t bytes = 0;
         void *host = evt_buffers_data(bufs, i, &bytes);
@@ -750,7 +753,7 @@ evt_status evt_module_time(evt_module *m, const int64_t *sym, evt_buffers *b, co
     evt_cuda_g.cu.EventDestroy(e1);
     if (st) return st;
     CK(r);
-    if ((st = check_error(rt, &be->b, d))) return st;
+    if ((st = check_error(rt, &be->b, v->g, d))) return st;
     *ms_per_launch = ms / iters;
     return EVT_OK;
 }

@@ -85,6 +85,10 @@ evt_status evt_write_file(const char *path, const void *data, size_t len, evt_di
 
 /* Unique id of a buffers object (never reused in a process). */
 uint64_t evt_buffers_uid(const evt_buffers *b);
+/* 1 for a scratch tensor initialised with zeros: a tile may keep counters
+ * there that every complete launch leaves at zero (attn_rope_split's merge
+ * counts), so the backends zero it again after an aborted launch. */
+int evt_tensor_rezeroed_after_abort(const evt_tensor *t);
 
 /* Directory of the device and tile headers generated code includes. */
 const char *evt_src_dir(void);

@@ -27,14 +27,22 @@
  *   attn_split(q[B, nh, hd], kc, vc, bt, pos, part[B, nh, S, hd + 2])  over (b, h, s)
  *       split s of positions 0..pos[b]: running max, sum and unnormalised
  *       output of softmax(q k / sqrt(hd)) v, for the kv head h / (nh / nkv)
- *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, o, eps_e12, theta)   over (b, g, s)
+ *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, o, pc[B, MG], eps_e12, theta, merge_last)
+ *                                                        over (b, g, s)
  *       q_rope, k_rope_append and attn_split in one task for the nh / nkv
  *       q heads of kv head g (grouped-query attention: the cache of g is read
  *       once for all of them): q heads normed and rotated in place; the split
  *       holding position pos[b] computes the new k and v itself and writes
  *       them to the cache, the others read only older positions; with one
  *       split (S = 1) the task also writes its heads of o[B, nh * hd] as
- *       attn_merge would, so that no merge has to run after it
+ *       attn_merge would, so that no merge has to run after it; with
+ *       merge_last and S > 1, the task that finishes a merge group last (the
+ *       kv heads of P element [b, g * MG / nkv]: nkv / MG x S tasks, counted
+ *       in pc[b, g * MG / nkv] by an acq_rel fetch-add) merges the group's q
+ *       heads into o as attn_merge_group would and sets the count back to 0,
+ *       so that no merge task runs after the attention at any split count
+ *       (pc starts at 0: `= zeros`, and the runtime zeroes it again after an
+ *       aborted launch)
  *   attn_merge(part[B, nh, S, hd + 2], o[B, nh * hd])   over (b, h)
  *       the S splits of head h merged and normalised into o[b, head h]
  *   attn_merge_group(part, o, G)   over (b, g): attn_merge of heads g*G .. g*G+G-1
@@ -331,6 +339,20 @@ void evt_tile_attn_rope_split(const evt_task_args *a)
         for (int64_t i = 0; i < hd; i++) qf[i] = evt_bf16_to_f32(evt_f32_to_bf16(qf[i]));
         attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, part + ((b * nh + h) * S + s) * (hd + 2));
         if (S == 1) merge_head(part, a->t[8].ptr, nh, S, hd, b, h); /* the only split: o as attn_merge writes it */
+    }
+    if (S > 1 && a->iarg[2]) { /* the merge group's last task merges it */
+        int32_t *pc = a->t[9].ptr;
+        int64_t MG = a->t[9].dim[1];
+        if (MG < 1 || nkv % MG) { /* not a grouping of the kv heads: o is NaN, never silently stale */
+            for (int64_t i = 0; i < G * hd; i++) st(a->t[8].ptr, (b * nh + g * G) * hd + i, NAN);
+            return;
+        }
+        int64_t grp = g * MG / nkv, T = nkv / MG * S, GH = nh / MG;
+        int32_t *c = pc + b * MG + grp;
+        if (__atomic_fetch_add(c, 1, __ATOMIC_ACQ_REL) + 1 == T) { /* the other tasks' partials are visible */
+            __atomic_store_n(c, 0, __ATOMIC_RELAXED);                /* every task counted: ready for the next launch */
+            for (int64_t h = grp * GH; h < (grp + 1) * GH; h++) merge_head(part, a->t[8].ptr, nh, S, hd, b, h);
+        }
     }
 }
 

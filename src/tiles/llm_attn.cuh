@@ -361,71 +361,12 @@ __device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
     evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned, NULL);
 }
 
-/* q_rope + k_rope_append + attn_split for the G q heads of kv head g (see
- * llm.c): their q and the new k, v in shared memory, then one grouped split;
- * with one split (S = 1) also the merged output o of the group's heads, so
- * that no attn_merge task has to run after it. */
-__device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
+/* o[b, heads h0 .. h0 + G) = their splits of part[B, nh, S, hd + 2] merged
+ * and normalised: a thread per output element, each reading its head's S
+ * (max, sum) pairs. */
+__device__ __forceinline__ void evt_llm_merge_heads(const float *part, evt_bf16 *o, int64_t nh, int64_t S, int64_t hd, int64_t b,
+                                                    int64_t h0, int64_t G)
 {
-    const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
-    const int32_t *pos = (const int32_t *)a->t[3].ptr;
-    evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
-    float *part = (float *)a->t[7].ptr;
-    evt_bf16 *o = (evt_bf16 *)a->t[8].ptr;
-    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
-    int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
-    int64_t G = nh / nkv, p = pos[b], lo, hi;
-    evt_llm_split_range(p + 1, S, s, &lo, &hi);
-    float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
-    /* q heads, new k, new v: (G + 2) * hd bf16 above EVT_LLM_ATTN_QKV_OFF */
-    evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + G * hd, *sv = sk + hd;
-    bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
-    if (!room) { /* the builder refuses such shapes; never a silent result */
-        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
-        for (int64_t e = threadIdx.x; S == 1 && e < G * hd; e += evt_tile_threads()) evt_llm_st(o, (b * nh + g * G) * hd + e, NAN);
-        return;
-    }
-    bool has_new = lo <= p && p < hi;
-    evt_llm_attn_io io;
-    io.q = sq; io.kc = kc; io.vc = vc;
-    io.bt = (const int32_t *)a->t[4].ptr;
-    io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
-    io.b = b; io.g = g;
-    /* the new v and the new position's cache slot are loaded before the
-       norm + RoPE, so their latency overlaps it */
-    const evt_bf16 *vin = qkv + b * N + (nh + nkv + g) * hd;
-    bool v1 = hd <= evt_tile_threads(); /* one element per thread */
-    evt_bf16 vmine = v1 && has_new && threadIdx.x < hd ? vin[threadIdx.x] : __float2bfloat16_rn(0.f);
-    int64_t off = has_new ? evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g) : 0;
-    if (lo < hi) {
-        evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, p,
-                                a->iarg[0], a->iarg[1], sq, sk);
-        if (has_new) {
-            if (v1) {
-                if (threadIdx.x < hd) sv[threadIdx.x] = vmine;
-            } else {
-                for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) sv[i] = vin[i];
-            }
-        }
-        evt_tile_sync();
-    }
-    if (has_new) { /* the group's task writes the new k, v, then reads them back with the rest of its split (a
-                      block barrier makes the block's global writes visible to it); no other task of this launch
-                      reads position p from the cache. Reading the new position from shared memory instead
-                      was a branch per load in the scoring loop, and its registers made the tile spill. */
-        for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
-        evt_tile_sync();
-    }
-    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15), S == 1 ? o + (b * nh + g * G) * hd : NULL);
-}
-
-/* o[b, heads h0 .. h0 + G) = their splits merged and normalised: a thread
- * per output element, each reading its head's S (max, sum) pairs. */
-__device__ __forceinline__ void evt_llm_merge_heads(const evt_task_args *a, int64_t b, int64_t h0, int64_t G)
-{
-    const float *part = (const float *)a->t[0].ptr;
-    evt_bf16 *o = (evt_bf16 *)a->t[1].ptr;
-    int64_t nh = a->t[0].dim[1], S = a->t[0].dim[2], hd = a->t[0].dim[3] - 2;
     if (h0 + G > nh) G = nh - h0;
     if (S == 1) { /* one split (batches above 16): o = its output / its sum,
                      four elements' loads at once (a dependent round trip per
@@ -465,10 +406,103 @@ __device__ __forceinline__ void evt_llm_merge_heads(const evt_task_args *a, int6
     }
 }
 
-__device__ __noinline__ void attn_merge_cuda(const evt_task_args *a) { evt_llm_merge_heads(a, a->coord[0], a->coord[1], 1); }
-__device__ __noinline__ void attn_merge_group_cuda(const evt_task_args *a)
+/* merge_last (attn_rope_split's iarg[2]) with S > 1: the task that
+ * finishes its merge group last (P element [b, g * MG / nkv] of pc[B, MG]:
+ * nkv / MG x S tasks) merges the group's q heads into o, as
+ * attn_merge_group would, and sets the count back to 0 for the next launch.
+ * The leader's acq_rel fetch-add after the block barrier releases this
+ * task's partials and, in the last task, acquires the others' (the
+ * runtime's notify / wait pattern); no task ever waits here. */
+__device__ __noinline__ void evt_llm_merge_last(const evt_task_args *a, const float *part, evt_bf16 *o, int64_t b, int64_t g,
+                                                   int64_t nkv, int64_t nh, int64_t S, int64_t hd)
 {
-    evt_llm_merge_heads(a, a->coord[0], a->coord[1] * a->iarg[0], a->iarg[0]);
+    if (S <= 1 || !a->iarg[2]) return;
+    static __shared__ int last;
+    int32_t *pc = (int32_t *)a->t[9].ptr;
+    int64_t MG = a->t[9].dim[1];
+    if (MG < 1 || nkv % MG) { /* not a grouping of the kv heads: o is NaN, never silently stale (as llm.c) */
+        int64_t G = nh / nkv;
+        for (int64_t e = threadIdx.x; e < G * hd; e += evt_tile_threads()) evt_llm_st(o, (b * nh + g * G) * hd + e, NAN);
+        return;
+    }
+    int64_t grp = g * MG / nkv, T = nkv / MG * S, GH = nh / MG;
+    evt_tile_sync(); /* the block's partials are written */
+    if (threadIdx.x == 0) {
+        int32_t *c = pc + b * MG + grp;
+        last = evt_add_acq_rel(c, 1) + 1 == T;
+        if (last) *c = 0; /* every task of the group counted */
+    }
+    evt_tile_sync();
+    if (last) evt_llm_merge_heads(part, o, nh, S, hd, b, grp * GH, GH);
 }
+
+/* q_rope + k_rope_append + attn_split for the G q heads of kv head g (see
+ * llm.c): their q and the new k, v in shared memory, then one grouped split;
+ * with one split (S = 1) also the merged output o of the group's heads, so
+ * that no attn_merge task has to run after it. */
+__device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
+{
+    const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
+    const int32_t *pos = (const int32_t *)a->t[3].ptr;
+    evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
+    float *part = (float *)a->t[7].ptr;
+    evt_bf16 *o = (evt_bf16 *)a->t[8].ptr;
+    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
+    int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
+    int64_t G = nh / nkv, p = pos[b], lo, hi;
+    evt_llm_split_range(p + 1, S, s, &lo, &hi);
+    float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
+    /* q heads, new k, new v: (G + 2) * hd bf16 above EVT_LLM_ATTN_QKV_OFF */
+    evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + G * hd, *sv = sk + hd;
+    bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
+    if (!room) { /* the builder refuses such shapes; never a silent result */
+        for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
+        for (int64_t e = threadIdx.x; S == 1 && e < G * hd; e += evt_tile_threads()) evt_llm_st(o, (b * nh + g * G) * hd + e, NAN);
+        evt_llm_merge_last(a, part, o, b, g, nkv, nh, S, hd);
+        return;
+    }
+    bool has_new = lo <= p && p < hi;
+    evt_llm_attn_io io;
+    io.q = sq; io.kc = kc; io.vc = vc;
+    io.bt = (const int32_t *)a->t[4].ptr;
+    io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
+    io.b = b; io.g = g;
+    /* the new v and the new position's cache slot are loaded before the
+       norm + RoPE, so their latency overlaps it */
+    const evt_bf16 *vin = qkv + b * N + (nh + nkv + g) * hd;
+    bool v1 = hd <= evt_tile_threads(); /* one element per thread */
+    evt_bf16 vmine = v1 && has_new && threadIdx.x < hd ? vin[threadIdx.x] : __float2bfloat16_rn(0.f);
+    int64_t off = has_new ? evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g) : 0;
+    if (lo < hi) {
+        evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, p,
+                                a->iarg[0], a->iarg[1], sq, sk);
+        if (has_new) {
+            if (v1) {
+                if (threadIdx.x < hd) sv[threadIdx.x] = vmine;
+            } else {
+                for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) sv[i] = vin[i];
+            }
+        }
+        evt_tile_sync();
+    }
+    if (has_new) { /* the group's task writes the new k, v, then reads them back with the rest of its split (a
+                      block barrier makes the block's global writes visible to it); no other task of this launch
+                      reads position p from the cache. Reading the new position from shared memory instead
+                      was a branch per load in the scoring loop, and its registers made the tile spill. */
+        for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
+        evt_tile_sync();
+    }
+    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15), S == 1 ? o + (b * nh + g * G) * hd : NULL);
+    evt_llm_merge_last(a, part, o, b, g, nkv, nh, S, hd);
+}
+
+/* evt_llm_merge_heads over an attn_merge / attn_merge_group task's tensors */
+__device__ __forceinline__ void evt_llm_merge_task(const evt_task_args *a, int64_t h0, int64_t G)
+{
+    evt_llm_merge_heads((const float *)a->t[0].ptr, (evt_bf16 *)a->t[1].ptr, a->t[0].dim[1], a->t[0].dim[2], a->t[0].dim[3] - 2,
+                        a->coord[0], h0, G);
+}
+__device__ __noinline__ void attn_merge_cuda(const evt_task_args *a) { evt_llm_merge_task(a, a->coord[1], 1); }
+__device__ __noinline__ void attn_merge_group_cuda(const evt_task_args *a) { evt_llm_merge_task(a, a->coord[1] * a->iarg[0], a->iarg[0]); }
 
 #endif
