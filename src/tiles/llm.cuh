@@ -46,7 +46,9 @@
  *       writes to the cache; then the split attention for all the group's q
  *       heads at once (each cache line loaded once, scored G times), the new
  *       position read back from the cache after a block barrier; with one
- *       split, the heads' normalised output o from the final merge too.
+ *       split, the heads' normalised output o from the final merge too;
+ *       with several (merge_last), the group's last task to finish merges
+ *       the group's splits into o (evt_llm_merge_last, llm_attn.cuh).
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
  * read with plain loads. Shared memory: one 32 KiB static buffer and the row

@@ -32,7 +32,9 @@
 # reduce-scatter for 4; docs/models.md).
 # From batch 9 (qwen3-mid and -uneven have 8 kv heads: 131 / (8 B) < 2) a
 # request's cache is one split: the attention tasks write o themselves and
-# the merge call has no tasks (b12 and up); below, merges run (b1 to b6).
+# the merge call has no tasks (b12 and up); below (b1 to b6) the last
+# attention task of each merge group merges it (merge_last), and there is no
+# merge call either.
 # The uneven cases (tests/gpu/qwen3-uneven.json: qwen3-8b's QKV and MLP
 # widths and 4 q heads per kv head on a 1024-wide model, 2 layers) give the
 # GEMV tiles unit counts that do not divide the 8 warps (QKV 3 at B <= 8,
