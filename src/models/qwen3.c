@@ -327,9 +327,12 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
               "l%lld_pc, %lld, %lld, %d) over (b, g, s) in [B, %lld, %s] policy dynamic {\n    %s%s\n",
               i, i, i, i, i, i, i, i, i, eps, theta, last, (long long)nkv, Sx, wq_grp, wv_g);
-            if (last) P("    notify e%lld_AT[0]\n", i);
-            else P("    notify e%lld_P[b, g * %s / %lld]%s\n", i, MGx, (long long)nkv, PFORx);
-            if (fold && !last) P("    notify e%lld_AT[0] for f in [1 - %s]\n", i, MULTIx);
+            if (last) {
+                P("    notify e%lld_AT[0]\n", i);
+            } else {
+                P("    notify e%lld_P[b, g * %s / %lld]%s\n", i, MGx, (long long)nkv, PFORx);
+                if (fold) P("    notify e%lld_AT[0] for f in [1 - %s]\n", i, MULTIx);
+            }
             P("}\n");
         }
         if (!last)

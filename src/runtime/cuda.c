@@ -294,7 +294,7 @@ static evt_status reset_after_abort(cuda_rt *rt, const evt_graph *g, evt_diag *d
 {
     CK(evt_cuda_g.cu.MemsetD8(rt->state.p, 0, rt->state.cap));
     CK(evt_cuda_g.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
-    for (int i = 0; g && i < g->ntensors && i < rt->ntens; i++)
+    for (int i = 0; i < g->ntensors && i < rt->ntens; i++)
         if (evt_tensor_rezeroed_after_abort(g->tensors[i]) && rt->tens[i].p) CK(evt_cuda_g.cu.MemsetD8(rt->tens[i].p, 0, rt->tens[i].cap));
     return ring_reset(rt, d);
 }
