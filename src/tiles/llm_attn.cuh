@@ -14,6 +14,7 @@ struct evt_llm_attn_io {
     const evt_bf16 *q, *kc, *vc;
     const int32_t *bt;
     int64_t MP, PS, nkv, hd, b, g;
+    int64_t rows; /* cache rows (pages x PS): the fast path's slots are 32-bit */
 };
 
 /* q heads / k / v of the fused tile in shared memory, above the fast path's
@@ -137,30 +138,34 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
 #pragma unroll
         for (int j = 0; j < 8; j++) o[i][j] = 0;
     }
-    /* cache addressing, 32-bit where it can be */
+    /* cache addressing: a position's cache row is slot * rowstride + goff
+       elements from the cache's start, slot = page * PS + offset (32-bit:
+       the cache holds fewer than 2^32 rows, checked by evt_llm_attend) */
     const uint32_t ps = (uint32_t)io.PS, psmask = ps - 1;
     const bool ps_pow2 = (ps & psmask) == 0;
     const int pssh = __ffs((int)ps) - 1;
     const int32_t *btb = io.bt + io.b * io.MP;
-    const int64_t rowstride = io.nkv * hd, goff = io.g * hd + part * 8;
-    const uint32_t hi32 = (uint32_t)hi;
+    const uint32_t rowstride = (uint32_t)(io.nkv * hd);
+    const int64_t goff = io.g * hd + part * 8;
+    const evt_bf16 *kbase = io.kc + goff, *vbase = io.vc + goff;
+    const uint32_t hi32 = (uint32_t)hi, last = hi32 - 1;
     constexpr int U = EVT_LLM_ATTN_U, N = G * U;
-    constexpr bool RS = EVT_LLM_ATTN_RS && LPP == 16 && N <= 16 && (N & (N - 1)) == 0;
+    /* the reduce-scatter form (EVT_LLM_ATTN_RS): 2 q heads from level 1, 4 from level 2 */
+    constexpr bool RS = LPP == 16 && N <= 16 && (N & (N - 1)) == 0 &&
+                        ((G == 2 && EVT_LLM_ATTN_RS >= 1) || (G == 4 && EVT_LLM_ATTN_RS >= 2));
     const uint32_t step = (uint32_t)(nwarps * ppw * U);
-    /* one step's K and V loads; positions past hi load nothing */
+    /* one step's K and V loads, without branches: a position past hi loads
+       the last valid one again (a cache hit) and its ok flag is false */
     auto load_step = [&](uint32_t t0, uint4 (&kv)[U], uint4 (&vv)[U], bool (&ok)[U]) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             uint32_t t = t0 + (uint32_t)(u * ppw + sub);
             ok[u] = t < hi32;
-            kv[u] = make_uint4(0, 0, 0, 0);
-            vv[u] = kv[u];
-            if (ok[u]) {
-                uint32_t pg = ps_pow2 ? t >> pssh : t / ps, in = ps_pow2 ? t & psmask : t - pg * ps;
-                int64_t off = ((int64_t)btb[pg] * ps + in) * rowstride + goff;
-                kv[u] = evt_llm_ldx(io.kc + off);
-                vv[u] = evt_llm_ldx(io.vc + off);
-            }
+            t = ok[u] ? t : last;
+            uint32_t pg = ps_pow2 ? t >> pssh : t / ps, in = ps_pow2 ? t & psmask : t - pg * ps;
+            uint64_t off = (uint64_t)((uint32_t)btb[pg] * ps + in) * rowstride;
+            kv[u] = evt_llm_ldx(kbase + off);
+            vv[u] = evt_llm_ldx(vbase + off);
         }
     };
     /* software-pipelined: the next step's loads are issued before this
@@ -233,10 +238,14 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
 #pragma unroll
                     for (int u = 0; u < U; u++) d[i][u] += __shfl_xor_sync(0xffffffffu, d[i][u], o2);
 #pragma unroll
-            for (int i = 0; i < G; i++) {
-                float x = -INFINITY;
+            for (int u = 0; u < U; u++)
 #pragma unroll
-                for (int u = 0; u < U; u++) x = ok[u] && d[i][u] > x ? d[i][u] : x;
+                for (int i = 0; i < G; i++) d[i][u] = ok[u] ? d[i][u] : -INFINITY; /* exp2 gives p = 0 */
+#pragma unroll
+            for (int i = 0; i < G; i++) {
+                float x = d[i][0];
+#pragma unroll
+                for (int u = 1; u < U; u++) x = fmaxf(x, d[i][u]);
                 for (int o2 = lpp; o2 < 32; o2 <<= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o2));
                 mn[i] = fmaxf(m[i], x); /* finite: the step holds at least one valid position */
             }
@@ -255,8 +264,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
                            evt_llm_lo(vv[u].z), evt_llm_hi(vv[u].z), evt_llm_lo(vv[u].w), evt_llm_hi(vv[u].w)};
 #pragma unroll
             for (int i = 0; i < G; i++) {
-                float p = RS ? __shfl_sync(0xffffffffu, pmine, (lane & 16) + (i * U + u) * (16 / N))
-                             : ok[u] ? exp2f(d[i][u] - m[i]) : 0.f;
+                float p = RS ? __shfl_sync(0xffffffffu, pmine, (lane & 16) + (i * U + u) * (16 / N)) : exp2f(d[i][u] - m[i]);
                 l[i] += p;
 #pragma unroll
                 for (int j = 0; j < 8; j++) o[i][j] += p * vf[j];
@@ -308,22 +316,21 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
 {
     int64_t hd = io.hd, lpp = hd / 8;
     bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (evt_tile_threads() & 31) == 0 &&
-                (G == 1 || G == 2 || G == 4) && (int64_t)(evt_tile_threads() >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF;
+                (G == 1 || G == 2 || G == 4) && (int64_t)(evt_tile_threads() >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF &&
+                io.rows <= 0xffffffffLL && io.nkv * hd <= 0xffffffffLL && hi <= 0xffffffffLL;
     if (lo >= hi) {
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads())
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
         for (int64_t e = threadIdx.x; odst && e < G * hd; e += evt_tile_threads()) evt_llm_st(odst, e, 0.f);
         return;
     }
-#if EVT_LLM_ATTN_RS >= 2
-    if (fast && G == 4 && lpp == 16) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride, odst);
-    else
-#endif
-#if EVT_LLM_ATTN_RS >= 1
-    if (fast && G == 2 && lpp == 16) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride, odst);
-    else
-#endif
-    if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride, odst);
+    /* head_dim 128 (every Qwen3): the lane-group width as a constant, so the
+       score reductions unroll (a runtime width kept them a loop: ~150 of a
+       step's ~990 instructions per warp at qwen3-8b, bench/RESULTS.md session 23) */
+    if (fast && lpp == 16 && G == 4) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride, odst);
+    else if (fast && lpp == 16 && G == 2) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride, odst);
+    else if (fast && lpp == 16) evt_llm_attn_fast<1, 16>(io, lo, hi, dst, dstride, odst);
+    else if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride, odst);
     else if (fast && G == 2) evt_llm_attn_fast<2, 0>(io, lo, hi, dst, dstride, odst);
     else if (fast) evt_llm_attn_fast<1, 0>(io, lo, hi, dst, dstride, odst);
     else {
@@ -356,6 +363,7 @@ __device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
     io.vc = (const evt_bf16 *)a->t[2].ptr;
     io.bt = (const int32_t *)a->t[3].ptr;
     io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
+    io.rows = a->t[1].dim[0] * io.PS;
     io.b = b; io.g = h / (nh / io.nkv);
     bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
     evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned, NULL);
@@ -466,6 +474,7 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     io.q = sq; io.kc = kc; io.vc = vc;
     io.bt = (const int32_t *)a->t[4].ptr;
     io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
+    io.rows = a->t[5].dim[0] * io.PS;
     io.b = b; io.g = g;
     /* the new v and the new position's cache slot are loaded before the
        norm + RoPE, so their latency overlaps it */
