@@ -28,7 +28,8 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 }
 
 #ifndef EVT_LLM_ATTN_U
-#define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step; the next step's loads are in flight too */
+#define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step; the next step's loads are in flight too
+                            (8 for 1 or 2 q heads per kv head made ptxas spill 112 bytes in rmsnorm) */
 #endif
 /* End of a grouped split: each warp's (m, l, o) per head (m is warp-uniform,
  * the lane groups hold disjoint positions) merged into dst in the natural-log
@@ -101,8 +102,11 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
  * the log2 domain (q pre-scaled by log2(e) / sqrt(hd)), then one running-max
  * update per head for the whole step (the step's max over the warp), so a
  * position costs one exp2 and 8 FMAs of P.V per lane, not two exps and a
- * rescale; the page-table index is 32-bit (a shift when the page size is a
- * power of two), not two 64-bit divisions. As its own kernel at qwen3-8b
+ * rescale; a cache row's address is a 32-bit slot (page number shifted,
+ * the offset masked in: the path needs a power-of-two page size and fewer
+ * than 2^32 cache rows, others take the generic path) times the row
+ * stride, and the loads have no branches (a position past the split loads
+ * the last one again, its score masked). As its own kernel at qwen3-8b
  * shapes, B = 64, 4 splits (bench/RESULTS.md): attn_split 244 -> 158 us,
  * attn_rope_split 244 -> 213 us. Results are stored in the natural-log
  * domain, as the C reference and attn_merge expect. A tensor-core split
@@ -141,9 +145,8 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     /* cache addressing: a position's cache row is slot * rowstride + goff
        elements from the cache's start, slot = page * PS + offset (32-bit:
        the cache holds fewer than 2^32 rows, checked by evt_llm_attend) */
-    const uint32_t ps = (uint32_t)io.PS, psmask = ps - 1;
-    const bool ps_pow2 = (ps & psmask) == 0;
-    const int pssh = __ffs((int)ps) - 1;
+    const uint32_t psmask = (uint32_t)io.PS - 1; /* a power of two (evt_llm_attend) */
+    const int pssh = __ffs((int)io.PS) - 1;
     const int32_t *btb = io.bt + io.b * io.MP;
     const uint32_t rowstride = (uint32_t)(io.nkv * hd);
     const int64_t goff = io.g * hd + part * 8;
@@ -162,8 +165,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
             uint32_t t = t0 + (uint32_t)(u * ppw + sub);
             ok[u] = t < hi32;
             t = ok[u] ? t : last;
-            uint32_t pg = ps_pow2 ? t >> pssh : t / ps, in = ps_pow2 ? t & psmask : t - pg * ps;
-            uint64_t off = (uint64_t)((uint32_t)btb[pg] * ps + in) * rowstride;
+            uint64_t off = (uint64_t)(((uint32_t)btb[t >> pssh] << pssh) | (t & psmask)) * rowstride;
             kv[u] = evt_llm_ldx(kbase + off);
             vv[u] = evt_llm_ldx(vbase + off);
         }
@@ -317,7 +319,7 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
     int64_t hd = io.hd, lpp = hd / 8;
     bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (evt_tile_threads() & 31) == 0 &&
                 (G == 1 || G == 2 || G == 4) && (int64_t)(evt_tile_threads() >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF &&
-                io.rows <= 0xffffffffLL && io.nkv * hd <= 0xffffffffLL && hi <= 0xffffffffLL;
+                io.rows <= 0xffffffffLL && io.nkv * hd <= 0xffffffffLL && hi <= 0xffffffffLL && io.PS > 0 && !(io.PS & (io.PS - 1));
     if (lo >= hi) {
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads())
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
