@@ -40,6 +40,9 @@
 # GEMV tiles unit counts that do not divide the 8 warps (QKV 3 at B <= 8,
 # gate + up 6 at every batch, 12 at 100, the LM head 15); at 12 also with
 # the fused norms.
+# The page12 cases use 12-token KV pages: the attention's fast path needs a
+# power-of-two page size, so these take its generic path (one split at b12,
+# merge_last at b4; 2 and 4 q heads per kv head).
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -105,5 +108,7 @@ run_case uneven-b64-attn-rs tests/gpu/qwen3-uneven.json 64 40 2
 export EVT_NVCCFLAGS=-DEVT_LLM_EARLY_MAX_NB8=1 # early loads at B <= 8 only
 run_case mid-b40-early-b8 tests/gpu/qwen3-mid.json 40 33 2
 unset EVT_NVCCFLAGS
+run_case mid-b4-page12 tests/gpu/qwen3-mid.json 4 64 2 --page 12
+run_case uneven-b12-page12 tests/gpu/qwen3-uneven.json 12 40 2 --page 12
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
