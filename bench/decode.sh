@@ -51,11 +51,16 @@ COPY=$(build/tilebench --copy-only | awk '/^COPY_GBS/ {print $2}')
 MAIN=${SCHEDS%% *}
 ALSO=$(echo "$SCHEDS" | cut -s -d' ' -f2- | tr ' ' ,)
 SEC=$LOG/decode_results$TAG.md
+# the tree measured: git's HEAD can be stale where the working tree was
+# copied without its history (the device machine), so also a hash of src/
+# (what the kernels and evtc are built from), comparable with
+# `find src -type f | LC_ALL=C sort | xargs cat | sha256sum` on the workstation
+SRC_HASH=$(find src -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
 {
     echo "## Qwen3 decode — $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
     echo "Device: $DEV. cudaMemcpy D2D bandwidth (read + write): ${COPY} GB/s. Command: \`bench/decode.sh\`"
-    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS CTX=$CTX STEPS=$STEPS${EXTRA:+ EXTRA=\"$EXTRA\"}; commit $(git rev-parse --short HEAD 2>/dev/null || echo ?))."
+    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS CTX=$CTX STEPS=$STEPS${EXTRA:+ EXTRA=\"$EXTRA\"}; commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), src/ sha256 $SRC_HASH)."
     echo "One process per row: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched $MAIN${ALSO:+ --also $ALSO}${EXTRA:+ $EXTRA}\`;"
     echo "ms/token = 20 back-to-back launches of one decode step, CUDA events, tensors resident on the device."
     echo "kbk = the same tiles, one kernel launch per call; graph = those launches in a CUDA graph (captured once per batch size)."
