@@ -64,6 +64,8 @@ static void bad_values_exit_2(void **state)
         {"--sched fast", "expected static, dynamic, unfused, kbk, graph or hybrid"},
         {"--policy lifo", "expected rr or cp"},
         {"--frobnicate", "unknown option --frobnicate"},
+        {"--tma-ring lots", "--tma-ring lots: expected 0..1048576 bytes"},
+        {"--tma-ring 2000000", "--tma-ring 2000000: expected 0..1048576 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char cmd[256];

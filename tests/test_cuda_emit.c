@@ -135,6 +135,10 @@ static void weight_stream_is_opt_in(void **state)
     assert_int_equal(count(plain, "evt_stream_take"), 0);
     assert_true(count(plain, "_prefetch_cuda(A)") >= 3);
     assert_non_null(strstr(plain, "evt_stream_calls = 0;"));
+    /* the TMA GEMV's ring request (llm_tma.cuh) reaches the runtime, and every
+       task hands the tiles the launch's maps and ring */
+    assert_non_null(strstr(plain, "evt_tma_ring_want = EVT_TILES_TMA_RING;"));
+    assert_true(count(plain, "A->tmaps = C->tmaps;") >= 3);
     assert_non_null(strstr(streamed, "#define EVT_STREAM 1"));
     /* qkv, o, up, down per layer and the LM head (linear, linear_res,
        mlp_up templates): their rows from the pump, no hook; the other

@@ -56,6 +56,7 @@ static int usage(const char *msg)
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
             "                [--early-push] [--pop-batch K] [--repeat N] [--trust-counts]\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device, no task records)\n"
+            "                [--tma-ring BYTES]   (GPU: shared memory the GEMV tiles' TMA ring may take; 0 or unset: none)\n"
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
@@ -73,7 +74,9 @@ static int usage(const char *msg)
             "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
             "                [--stream]           (static workers copy their next GEMV weights into shared memory;\n"
             "                                      CUDA, measured slower: docs/runtime.md)\n"
-            "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n");
+            "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n"
+            "                [--tma-ring BYTES]   (GPU: the GEMV tiles' TMA ring; default 96 KiB from batch 49, none below;\n"
+            "                                      0: none: docs/models.md)\n");
     return 2;
 }
 
@@ -168,6 +171,11 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--stream")) c->copts.stream_weights = 1;
         else if (!strcmp(a, "--early-loads")) c->copts.early_loads = 1;
         else if (!strcmp(a, "--no-early-loads")) c->no_early_loads = 1;
+        else if (!strcmp(a, "--tma-ring")) {
+            NEED();
+            if (!parse_int(v, 0, 1 << 20, &n)) { fprintf(stderr, "evtc: --tma-ring %s: expected 0..1048576 bytes\n", v); return 2; }
+            c->run.tma_ring = n ? (int)n : -1; /* 0: none (not the decode default) */
+        }
         else { fprintf(stderr, "evtc: unknown option %s\n", a); return usage(NULL); }
     }
     c->run.trace_path = c->trace;

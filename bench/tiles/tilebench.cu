@@ -16,6 +16,8 @@
  *
  *   bench/tiles/run.sh [B...]       build + run (needs a GPU)
  */
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -37,10 +39,12 @@ enum { F32 = 0, BF16 = 1, I32 = 3 };
 typedef void (*cpu_fn)(const evt_task_args *);
 
 #ifndef EVT_TILES_DYN_SMEM
-#define EVT_TILES_DYN_SMEM 0
+#define EVT_TILES_DYN_SMEM (96 * 1024) /* the TMA GEMV's ring (llm_tma.cuh), as evtc decode reserves it */
 #endif
 #ifndef EVT_TILES_WORKER_BEGIN
 #define EVT_TILES_WORKER_BEGIN() ((void)0)
+#endif
+#ifndef EVT_TILES_WORKER_END
 #define EVT_TILES_WORKER_END() ((void)0)
 #endif
 /* one task per block, with the worker hooks the megakernel runs around its
@@ -118,6 +122,26 @@ static void free_all(std::vector<Ten *> &ts)
 }
 
 static double g_copy_gbs; /* (read + write) bytes / s of cudaMemcpy D2D */
+static int g_tma = 1;     /* give the GEMV tiles tensor maps and a ring (--no-tma: the register units) */
+
+/* The runtime's maps for a bf16 matrix (src/runtime/tmaps.c): boxes of 64 k
+   x box_rows rows, 128-byte swizzle. false: not encodable (the tile then
+   runs without). */
+static bool encode_map(void *ptr, int64_t rows, int64_t cols, int box_rows, evt_tmap *out)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
+    if (!enc) {
+        cudaDriverEntryPointQueryResult q;
+        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&enc, 12000, cudaEnableDefault, &q));
+        if (q != cudaDriverEntryPointSuccess || !enc) { fprintf(stderr, "no cuTensorMapEncodeTiled\n"); exit(1); }
+    }
+    if (((uintptr_t)ptr & 15) || (cols * 2) % 16 || cols < 64) return false;
+    cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)cols * 2};
+    cuuint32_t box[2] = {64, (cuuint32_t)box_rows}, es[2] = {1, 1};
+    CUresult r = enc((CUtensorMap *)out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS;
+}
 
 struct Result { std::string op; int64_t tasks; double us, gbs, err; int ok; };
 
@@ -143,6 +167,25 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
                 t->copies.push_back(p);
             }
     std::vector<evt_task_args> args((size_t)ntask * ncopy);
+    /* tensor maps: one per (copy, bf16 matrix) */
+    std::vector<evt_tmap> maps;
+    std::vector<int> map_of((size_t)ncopy * ts.size(), -1);
+    for (int c = 0; c < ncopy && g_tma; c++)
+        for (size_t i = 0; i < ts.size(); i++) {
+            Ten *t = ts[i];
+            evt_tmap m[EVT_TMA_BOXES];
+            bool ok = t->dtype == BF16 && t->rank == 2;
+            for (int b = 0; ok && b < EVT_TMA_BOXES; b++) ok = encode_map(t->weight ? t->copies[c] : t->d, t->dim[0], t->dim[1], 8 << b, &m[b]);
+            if (ok) {
+                map_of[(size_t)c * ts.size() + i] = (int)(maps.size() / EVT_TMA_BOXES);
+                maps.insert(maps.end(), m, m + EVT_TMA_BOXES);
+            }
+        }
+    evt_tmap *dmaps = nullptr;
+    if (!maps.empty()) {
+        CK(cudaMalloc(&dmaps, maps.size() * sizeof(evt_tmap)));
+        CK(cudaMemcpy(dmaps, maps.data(), maps.size() * sizeof(evt_tmap), cudaMemcpyHostToDevice));
+    }
     for (int c = 0; c < ncopy; c++)
         for (int64_t l = 0; l < ntask; l++) {
             evt_task_args &A = args[(size_t)c * ntask + l];
@@ -155,8 +198,12 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
             for (size_t i = 0; i < ts.size(); i++) {
                 A.t[i].ptr = ts[i]->weight ? ts[i]->copies[c] : ts[i]->d;
                 for (int k = 0; k < 4; k++) A.t[i].dim[k] = ts[i]->dim[k];
-                A.t[i].rank = ts[i]->rank; A.t[i].dtype = ts[i]->dtype;
+                A.t[i].rank = (int16_t)ts[i]->rank; A.t[i].dtype = (int16_t)ts[i]->dtype;
+                A.t[i].tmap = map_of[(size_t)c * ts.size() + i];
             }
+            A.tmaps = dmaps;
+            A.tma_ring_off = 0;
+            A.tma_ring_bytes = dmaps ? EVT_TILES_DYN_SMEM : 0;
             for (size_t i = 0; i < ints.size(); i++) A.iarg[i] = ints[i];
         }
     evt_task_args *dargs;
@@ -227,6 +274,7 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     CK(cudaGetLastError());
     cudaEventDestroy(e0); cudaEventDestroy(e1);
     cudaFree(dargs);
+    if (dmaps) cudaFree(dmaps);
     double us = best * 1000.0 / iters;
     Result R{op, ntask, us, ubytes / (us * 1e-6) / 1e9, err, ok};
     if (wbytes > ((size_t)1 << 20) || !strncmp(op, "attn_", 5))
@@ -374,6 +422,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-8b")) skip8b = 1;
         else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--copy-only")) copy_only = 1;
+        else if (!strcmp(argv[i], "--no-tma")) g_tma = 0;
         else if (!strcmp(argv[i], "--splits") && i + 1 < argc) {
             g_splits = atoll(argv[++i]);
             if (g_splits < 1) g_splits = 1;

@@ -79,6 +79,12 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 /* ---- the decode driver ------------------------------------------------ */
 
 #define EVT_DECODE_MAX_ALSO 8
+/* evt_decode's default TMA ring (evt_run_opts.tma_ring) from this batch size:
+   the GEMV tiles take the TMA path from batch 17 (src/tiles/llm_tma.cuh), but at
+   17-48 the smaller L1 costs what it saves (qwen3-8b B=32 8.692 -> 8.700 ms, H200) */
+#define EVT_DECODE_TMA_MIN_BATCH 49
+#define EVT_DECODE_TMA_RING (96 * 1024)
+
 typedef struct evt_decode_opts {
     const char *model;     /* preset name or path to config.json */
     int64_t batch, ctx, steps;

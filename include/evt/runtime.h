@@ -87,6 +87,10 @@ typedef struct evt_run_opts {
                                   buffers (the caller promises not to change them afterwards) */
     int computed_dispatch;     /* ablation: static tasks decode their entry and evaluate their wait and
                                   notify maps on the device instead of reading bind-time task records */
+    int tma_ring;              /* GPU: bytes of shared memory per worker the tiles' TMA ring may take
+                                  (src/tiles/llm_tma.cuh), at most what the tiles ask; 0: none (the
+                                  default: the reservation shrinks L1 for every tile); $EVT_TMA_RING
+                                  overrides it */
 } evt_run_opts;
 
 typedef struct evt_run_stats {

@@ -13,12 +13,16 @@
 #define EVT_ABI_MAX_RANK 4
 #define EVT_ABI_MAX_TENSORS 10 /* attn_rope_split takes 9 (registry.c refuses more) */
 #define EVT_ABI_MAX_INTS 8
+#define EVT_TMA_BOXES 4 /* TMA maps per tensor with one: boxes 64 columns x 8, 16, 32, 64 rows */
+#define EVT_TMA_MAP_BYTES 128
 
 typedef struct evt_tensor_ref {
     void *ptr;                       /* device (GPU) or host (CPU) address */
     int64_t dim[EVT_ABI_MAX_RANK];   /* bound shape, row-major, unused dims = 1 */
-    int32_t rank;
-    int32_t dtype;                   /* evt_dtype */
+    int16_t rank;
+    int16_t dtype;                   /* evt_dtype */
+    int32_t tmap;                    /* CUDA: index of the tensor's TMA map in evt_task_args.tmaps,
+                                        -1: none (src/tiles/llm_tma.cuh; docs/tile-abi.md) */
 } evt_tensor_ref;
 
 typedef struct evt_task_args {
@@ -37,6 +41,10 @@ typedef struct evt_task_args {
     int32_t wait_in_tile;            /* CUDA: 1 while warp 0 still runs the task's waits: the
                                         tile meets it at evt_tile_wait once its weight loads are
                                         issued (early_loads calls); 0: done before the tile */
+    const void *tmaps;               /* CUDA: the launch's TMA tensor maps (128 bytes each), NULL:
+                                        none; a tensor's is tmaps[t[i].tmap] */
+    uint32_t tma_ring_off;           /* CUDA: a ring of dynamic shared memory the TMA tiles may fill */
+    uint32_t tma_ring_bytes;         /*   (its byte offset and size; 0: none) */
 } evt_task_args;
 
 #endif

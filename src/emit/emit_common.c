@@ -228,6 +228,7 @@ static void emit_args(evt_printer *o, const evt_call *c, ids *t, int streams)
     if (streams) evt_pr(o, "        A->stream = evt_stream_take(&A->stream_at); /* rows the pump put in shared memory */\n");
     else evt_pr(o, "        A->stream = 0; A->stream_at = 0;\n");
     evt_pr(o, "        A->wait_in_tile = 0;\n");
+    evt_pr(o, "        A->tmaps = C->tmaps; A->tma_ring_off = C->tma_ring_off; A->tma_ring_bytes = C->tma_ring_bytes;\n");
 }
 
 /* Opens the function body: v[] and X, the bound grid extents of call c. */

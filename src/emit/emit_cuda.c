@@ -46,6 +46,10 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
     evt_pr(out, "#define EVT_TILE_SMEM (EVT_TILES_DYN_SMEM > %d ? EVT_TILES_DYN_SMEM : %d)\n", tile_smem, tile_smem);
     evt_pr(out, "extern \"C\" __device__ unsigned evt_dyn_smem_bytes = EVT_TILE_SMEM;\n");
     evt_pr(out, "extern \"C\" __device__ unsigned evt_stream_calls = %d; /* calls that stream their weights */\n", p->nstreams);
+    /* the TMA ring a tile header asks for (src/tiles/llm_tma.cuh): the runtime
+       reserves up to this much dynamic shared memory after the tables */
+    evt_pr(out, "#ifndef EVT_TILES_TMA_RING\n#define EVT_TILES_TMA_RING 0\n#endif\n");
+    evt_pr(out, "extern \"C\" __device__ unsigned evt_tma_ring_want = EVT_TILES_TMA_RING;\n");
     /* the launch tables the persistent kernel copies into shared memory
        (evt_ctx.tables_in_smem): tensor references, grid extents, id rows */
     evt_pr(out, "#define EVT_TABLE_TENSOR_BYTES (%d * sizeof(evt_tensor_ref))\n#define EVT_TABLE_EXT_BYTES (%d * 4 * sizeof(int64_t))\n",

@@ -184,6 +184,9 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     /* the weights never change between steps: upload them once */
     evt_decode_opts local = *o;
     local.run.keep_weights = 1;
+    /* the GEMV tiles' TMA ring where they take it (batch >= EVT_DECODE_TMA_MIN_BATCH:
+       src/tiles/llm_tma.cuh); below, the reservation would only shrink L1 */
+    if (!local.run.tma_ring && o->batch >= EVT_DECODE_TMA_MIN_BATCH) local.run.tma_ring = EVT_DECODE_TMA_RING;
     o = &local;
     memset(r, 0, sizeof *r);
     evt_qwen3_config c;

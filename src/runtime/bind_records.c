@@ -87,8 +87,9 @@ int evt_task_args_fill(const evt_call *call, const int64_t *ext, const int64_t *
             evt_tensor_ref *t = &a->t[a->ntensors++];
             t->ptr = ptr ? ptr[arg->tensor->id] : NULL;
             memcpy(t->dim, dims[arg->tensor->id], sizeof t->dim);
-            t->rank = arg->tensor->rank;
-            t->dtype = arg->tensor->dtype;
+            t->rank = (int16_t)arg->tensor->rank;
+            t->dtype = (int16_t)arg->tensor->dtype;
+            t->tmap = -1;
         } else {
             int err = 0;
             if (a->nints >= EVT_ABI_MAX_INTS) return 0;

@@ -180,8 +180,9 @@ static evt_status cpu_launch(evt_module *m, evt_variant *v, evt_bind_entry *be, 
         tensors[i].ptr = evt_buffers_data(bufs, i, NULL);
         const int64_t *dims = evt_buffers_dims(bufs, i);
         for (int k = 0; k < EVT_ABI_MAX_RANK; k++) tensors[i].dim[k] = dims[k];
-        tensors[i].rank = g->tensors[i]->rank;
-        tensors[i].dtype = g->tensors[i]->dtype;
+        tensors[i].rank = (int16_t)g->tensors[i]->rank;
+        tensors[i].dtype = (int16_t)g->tensors[i]->dtype;
+        tensors[i].tmap = -1; /* no TMA on the CPU target */
     }
     for (int i = 0; i < v->p->nops; i++) fns[i] = (void *)v->p->ops[i]->cpu;
     C.tensors = tensors;

@@ -18,6 +18,8 @@
  *   ctrl     abort flag + error record (zero unless a launch failed).
  *   tensors  one allocation per tensor, grown on demand.
  *   ctx      the evt_ctx the kernel reads (re-uploaded only when it changes).
+ *   tmaps    the TMA tensor maps of the tensors (tmaps.c), re-encoded for a
+ *            tensor whose address or shape changed, uploaded when changed.
  * Per bind entry (be->dev): one blob with every bound array (targets, queues,
  * consumer lists...), uploaded once when the shape is first launched.
  */
@@ -33,6 +35,7 @@
 #include "runtime/module.h"
 #include "runtime/kcache.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/tmaps.h"
 
 static int64_t g_compiles; /* nvcc invocations in this process */
 static int64_t g_captures; /* CUDA graphs captured (the graph baseline) */
@@ -191,6 +194,15 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
         tables = 0;
     v->table_smem = tables;
     v->dyn_attr = dyn + tables;
+    v->call_attr = dyn;
+    /* the TMA ring the tiles may fill (llm_tma.cuh; 0 unless a tile header asks) */
+    unsigned tma = 0;
+    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_tma_ring_want") && gsz == sizeof tma &&
+        (r = evt_cuda_g.cu.MemcpyDtoH(&tma, gp, sizeof tma))) {
+        evt_cuda_g.cu.ModuleUnload(mod);
+        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_tma_ring_want", evt_cu_name(r));
+    }
+    v->tma_ring_want = tma;
     return EVT_OK;
 }
 
@@ -234,6 +246,10 @@ typedef struct cuda_rt {
     uint64_t *tens_src;    /* uid of the buffers a weight was last uploaded from (keep_weights) */
     int ntens;
     dev_buf trace, trace_worker;
+    dev_buf tmaps;         /* EVT_TMA_BOXES maps per tensor (tmaps.c) */
+    unsigned char *tmap_host; /* the same on the host, for ntmap tensors */
+    evt_tensor_ref *tmap_ref; /* [ntmap] each tensor as its maps were encoded (tmap: -1 none) */
+    int ntmap;
     int broken;            /* a sticky CUDA error or unresponsive device */
     char broken_why[256];
 } cuda_rt;
@@ -241,7 +257,8 @@ typedef struct cuda_rt {
 typedef struct cuda_bound {
     CUdeviceptr blob;
     evt_ctx tmpl;          /* bound fields with device pointers */
-    unsigned launch_smem;  /* the persistent launch's dynamic shared memory (tiles, tables, weight-stream ring) */
+    unsigned launch_smem;  /* the persistent launch's dynamic shared memory (tiles, tables, weight-stream or TMA ring) */
+    unsigned call_smem;    /* a kernel-by-kernel launch's (tiles, TMA ring) */
     CUgraphExec graph;     /* graph schedule: the launches of every call, captured */
     CUdeviceptr graph_ctx; /* the ctx pointer baked into them */
     CUfunction graph_fn;
@@ -455,6 +472,75 @@ static unsigned stream_ring(const evt_variant *v, evt_sched_kind sched, int nwor
     return ring >= 8192 ? (unsigned)ring : 0; /* less holds too few rows to pay for the pump */
 }
 
+/* The tiles' TMA ring (llm_tma.cuh) for a launch with blocks_per_sm blocks on
+ * an SM: after the tiles' dynamic shared memory and the launch tables
+ * (1024-byte aligned, where *off says), what is left of a block's share of
+ * the SM, at most the tiles' request and the run's cap (o->tma_ring, or
+ * $EVT_TMA_RING bytes when set). 0 when none or under 64 KiB (two stages of
+ * the largest GEMV tile). */
+static unsigned tma_ring(const evt_variant *v, const evt_run_opts *o, int blocks_per_sm, unsigned *off)
+{
+    *off = (v->dyn_smem + v->table_smem + 1023) & ~1023u;
+    if (!v->tma_ring_want || !evt_cuda_g.cu.TensorMapEncodeTiled || evt_cuda_g.cc_major < 9) return 0;
+    long cap = o->tma_ring;
+    const char *env = getenv("EVT_TMA_RING");
+    if (env && *env) cap = strtol(env, NULL, 10);
+    if (cap <= 0) return 0;
+    if (cap > (long)v->tma_ring_want) cap = v->tma_ring_want;
+    if (blocks_per_sm < 1) blocks_per_sm = 1;
+    long block = evt_cuda_g.smem_per_sm / blocks_per_sm - evt_cuda_g.smem_reserved;
+    if (block > evt_cuda_g.smem_optin) block = evt_cuda_g.smem_optin;
+    long ring = block - (long)v->static_smem - (long)*off;
+    if (ring > cap) ring = cap;
+    ring &= ~1023L;
+    return ring >= 64 * 1024 ? (unsigned)ring : 0;
+}
+
+/* The launch's tensor maps (tmaps.c) for the tensor references tr (tr[i].tmap
+ * set): a tensor's maps are re-encoded when its address or shape changed
+ * since they were last encoded (rt->tmap_ref), the table uploaded when any
+ * was. *table: the device table, 0 when no tensor has maps (or !want). */
+static evt_status bind_tmaps(cuda_rt *rt, evt_tensor_ref *tr, int n, int want, CUdeviceptr *table, evt_diag *d)
+{
+    *table = 0;
+    for (int i = 0; i < n; i++) tr[i].tmap = -1;
+    if (!want || !evt_cuda_g.cu.TensorMapEncodeTiled || n < 1) return EVT_OK;
+    const size_t per = EVT_TMA_BOXES * EVT_TMA_MAP_BYTES;
+    int dirty = 0, any = 0;
+    if (rt->ntmap != n) {
+        free(rt->tmap_host);
+        free(rt->tmap_ref);
+        rt->tmap_host = calloc((size_t)n, per);
+        rt->tmap_ref = calloc((size_t)n, sizeof *rt->tmap_ref);
+        rt->ntmap = 0;
+        if (!rt->tmap_host || !rt->tmap_ref) return EVT_ERR_NOMEM;
+        for (int i = 0; i < n; i++) rt->tmap_ref[i].tmap = -2; /* never encoded */
+        rt->ntmap = n;
+    }
+    for (int i = 0; i < n; i++) {
+        evt_tensor_ref *old = &rt->tmap_ref[i];
+        int same = old->tmap != -2 && old->ptr == tr[i].ptr && !memcmp(old->dim, tr[i].dim, sizeof tr[i].dim) && old->rank == tr[i].rank &&
+                   old->dtype == tr[i].dtype;
+        if (!same) {
+            *old = tr[i];
+            old->tmap = evt_tmaps_encode(&tr[i], rt->tmap_host + (size_t)i * per) ? i : -1;
+            dirty = 1;
+        }
+        tr[i].tmap = old->tmap;
+        any |= tr[i].tmap >= 0;
+    }
+    if (!any) return EVT_OK;
+    int grown = 0;
+    evt_status st = buf_ensure(&rt->tmaps, (size_t)n * per, &grown, d);
+    if (st) return st;
+    if (dirty || grown) {
+        CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tmaps.p, rt->tmap_host, (size_t)n * per);
+        if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the TMA tensor maps", evt_cu_name(r));
+    }
+    *table = rt->tmaps.p;
+    return EVT_OK;
+}
+
 /* Everything up to (not including) the launch: runtime buffers, bound data,
  * tensors uploaded, ctx uploaded. Returns the device ctx pointer in *dctx. */
 static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *bufs, const evt_run_opts *o,
@@ -498,9 +584,17 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
         tr[i].ptr = (void *)(uintptr_t)rt->tens[i].p;
         const int64_t *dims = evt_buffers_dims(bufs, i);
         for (int k = 0; k < EVT_ABI_MAX_RANK; k++) tr[i].dim[k] = dims[k];
-        tr[i].rank = g->tensors[i]->rank;
-        tr[i].dtype = g->tensors[i]->dtype;
+        tr[i].rank = (int16_t)g->tensors[i]->rank;
+        tr[i].dtype = (int16_t)g->tensors[i]->dtype;
     }
+    /* the TMA ring (none beside a weight-stream ring) and the tensor maps */
+    unsigned stream_off = 0, tma_off = 0;
+    int stream_launch = stream_ring(v, b->sched, b->nworkers, &stream_off) > 0;
+    int persistent = b->sched != EVT_SCHED_KBK && b->sched != EVT_SCHED_GRAPH;
+    unsigned tma = stream_launch ? 0 : tma_ring(v, o, persistent ? (b->nworkers + evt_cuda_g.sms - 1) / evt_cuda_g.sms : 1, &tma_off);
+    CUdeviceptr tmap_table = 0;
+    if ((st = bind_tmaps(rt, tr, g->ntensors, tma > 0, &tmap_table, d))) { free(tr); return st; }
+    if (!tmap_table) tma = 0;
     if (!rt->last_tref || rt->ntref != g->ntensors || memcmp(rt->last_tref, tr, g->ntensors * sizeof *tr)) {
         CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tref.p, tr, g->ntensors * sizeof *tr);
         if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor table", evt_cu_name(r)); }
@@ -527,10 +621,18 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     unsigned ring_off = 0, ring = stream_ring(v, b->sched, b->nworkers, &ring_off);
     C.stream_ring_off = ring ? ring_off : 0;
     C.stream_ring_bytes = ring;
-    cb->launch_smem = ring ? ring_off + ring : v->dyn_smem + v->table_smem;
+    C.tmaps = (const void *)(uintptr_t)tmap_table;
+    C.tma_ring_off = tma ? tma_off : 0;
+    C.tma_ring_bytes = tma;
+    cb->launch_smem = ring ? ring_off + ring : tma ? tma_off + tma : v->dyn_smem + v->table_smem;
     if (cb->launch_smem > v->dyn_attr) {
         CK(evt_cuda_g.cu.FuncSetAttribute((CUfunction)v->entry, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cb->launch_smem));
         v->dyn_attr = cb->launch_smem;
+    }
+    cb->call_smem = tma ? tma_off + tma : v->dyn_smem;
+    if (cb->call_smem > v->call_attr) {
+        CK(evt_cuda_g.cu.FuncSetAttribute((CUfunction)v->call_entry, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cb->call_smem));
+        v->call_attr = cb->call_smem;
     }
     C.trace = NULL;
     C.trace_worker = NULL;
@@ -553,15 +655,17 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
 }
 
 /* Kernel by kernel: one launch per call with tasks, a block per task. */
-static evt_status launch_calls(evt_variant *v, const evt_bound *b, CUdeviceptr *dctx, int threads, evt_diag *d)
+static evt_status launch_calls(evt_variant *v, const evt_bind_entry *be, CUdeviceptr *dctx, int threads, evt_diag *d)
 {
+    const evt_bound *b = &be->b;
+    const unsigned smem = ((const cuda_bound *)be->dev)->call_smem;
     for (int c = 0; c < v->g->ncalls; c++) {
         int64_t n = b->s.task_base[c + 1] - b->s.task_base[c];
         if (n <= 0) continue;
         void *args[] = {dctx, &c};
         /* a block per task: no weight stream (nothing to overlap) */
         CK(evt_cuda_g.cu.LaunchKernel((CUfunction)v->call_entry, (unsigned)(n < (1 << 30) ? n : (1 << 30)), 1, 1, (unsigned)threads,
-                             1, 1, v->dyn_smem, evt_cuda_g.stream, args, NULL));
+                             1, 1, smem, evt_cuda_g.stream, args, NULL));
     }
     return EVT_OK;
 }
@@ -577,7 +681,7 @@ static evt_status launch_graph(evt_variant *v, evt_bind_entry *be, CUdeviceptr *
     }
     if (!cb->graph) {
         CK(evt_cuda_g.cu.StreamBeginCapture(evt_cuda_g.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-        evt_status st = launch_calls(v, &be->b, dctx, threads, d);
+        evt_status st = launch_calls(v, be, dctx, threads, d);
         CUgraph graph = NULL;
         CUresult r = evt_cuda_g.cu.StreamEndCapture(evt_cuda_g.stream, &graph);
         if (st) { if (graph) evt_cuda_g.cu.GraphDestroy(graph); return st; }
@@ -597,7 +701,7 @@ static evt_status launch_graph(evt_variant *v, evt_bind_entry *be, CUdeviceptr *
 static evt_status launch_once(evt_variant *v, evt_bind_entry *be, CUdeviceptr *dctx, int threads, evt_diag *d)
 {
     const evt_bound *b = &be->b;
-    if (b->sched == EVT_SCHED_KBK) return launch_calls(v, b, dctx, threads, d);
+    if (b->sched == EVT_SCHED_KBK) return launch_calls(v, be, dctx, threads, d);
     if (b->sched == EVT_SCHED_GRAPH) return launch_graph(v, be, dctx, threads, d);
     void *args[] = {dctx};
     CK(evt_cuda_g.cu.LaunchCooperativeKernel((CUfunction)v->entry, (unsigned)b->nworkers, 1, 1, (unsigned)threads, 1, 1,
@@ -682,12 +786,14 @@ static void cuda_release(evt_module *m)
     if (evt_cuda_g.ok) {
         evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
         buf_free(&rt->state); buf_free(&rt->ring_hdr); buf_free(&rt->ring_slots); buf_free(&rt->ctrl);
-        buf_free(&rt->ctx); buf_free(&rt->tref); buf_free(&rt->trace); buf_free(&rt->trace_worker);
+        buf_free(&rt->ctx); buf_free(&rt->tref); buf_free(&rt->trace); buf_free(&rt->trace_worker); buf_free(&rt->tmaps);
         for (int i = 0; i < rt->ntens; i++) buf_free(&rt->tens[i]);
     }
     free(rt->tens);
     free(rt->tens_src);
     free(rt->last_tref);
+    free(rt->tmap_host);
+    free(rt->tmap_ref);
     free(rt);
     m->rt = NULL;
 }

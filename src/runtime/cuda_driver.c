@@ -71,6 +71,7 @@ static void driver_init(void)
     SYM(EventDestroy, "cuEventDestroy_v2");
     SYM(GetErrorName, "cuGetErrorName");
     SYM(GetErrorString, "cuGetErrorString");
+    *(void **)&evt_cuda_g.cu.TensorMapEncodeTiled = dlsym(evt_cuda_g.lib, "cuTensorMapEncodeTiled"); /* optional */
 #undef SYM
     CUresult r;
     int n = 0;

@@ -74,6 +74,10 @@ typedef struct cu_api {
     CUresult (*EventDestroy)(CUevent);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* optional (NULL when the driver lacks it): TMA tensor maps (tmaps.c) */
+    CUresult (*TensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
+                                     const unsigned long long *strides, const unsigned *box, const unsigned *elem_strides,
+                                     int interleave, int swizzle, int l2_promotion, int oob_fill);
 } cu_api;
 
 /* process-wide driver state */

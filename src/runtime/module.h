@@ -27,6 +27,9 @@ typedef struct evt_variant {
     unsigned stream_calls;/* CUDA: calls that stream their weights (evt_stream_calls): static and hybrid
                              launches get a weight-stream ring after the tables (evt_stream.h) */
     unsigned dyn_attr;    /* CUDA: the persistent kernel's maximum dynamic shared memory as last set */
+    unsigned call_attr;   /* CUDA: the same for the kernel-by-kernel entry */
+    unsigned tma_ring_want; /* CUDA: shared memory the tiles' TMA ring may take (evt_tma_ring_want; 0: no
+                               tile uses one): launches reserve it after the tables (src/tiles/llm_tma.cuh) */
     char tmpdir[256];     /* CPU: where the .so lives while loaded */
 } evt_variant;
 

@@ -435,6 +435,9 @@ __device__ __forceinline__ void evt_llm_gemv_rows(const evt_task_args *a, const 
     else evt_llm_gemv_mma<MODE, 4, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
 }
 
+/* the TMA + wgmma path for 16 < B <= 64 (needs evt_llm_out above) */
+#include "llm_tma.cuh"
+
 template <int MODE, bool NORM, bool EARLY = false>
 __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
 {
@@ -448,6 +451,10 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
     if (n0 >= n1) {
         if constexpr (EARLY) evt_tile_wait(a);
         return;
+    }
+    if constexpr (!NORM) {
+        bool stop = false; /* (an aborting launch: the dispatch stops after the tile either way) */
+        if (!(EVT_STREAM && a->stream > 0) && evt_llm_gemv_tma<MODE, EARLY>(a, n0, n1, &stop)) return;
     }
 #if EVT_STREAM
     /* the first ns rows of the band came through the weight stream (the

@@ -43,6 +43,14 @@
 # The page12 cases use 12-token KV pages: the attention's fast path needs a
 # power-of-two page size, so these take its generic path (one split at b12,
 # merge_last at b4; 2 and 4 q heads per kv head).
+# The GEMV tiles take the TMA + wgmma path (src/tiles/llm_tma.cuh) where the
+# run reserves a TMA ring (evtc decode: from batch 49, or --tma-ring) and a
+# task has enough weight rows: at 64 (uneven-b64, -b64-attn-rs, -b100's
+# second pass of 36 rows) the QKV (47 rows), gate + up (93 x 2) and the LM
+# head (1151), with early loads (the weight boxes before warp 0's waits);
+# uneven-b20-tma: gate + up and the LM head at 20 rows (the x box of 32 rows
+# past the batch read as zeros); mid-b64: the LM head only; the notma case
+# the register units at 64.
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -110,5 +118,8 @@ run_case mid-b40-early-b8 tests/gpu/qwen3-mid.json 40 33 2
 unset EVT_NVCCFLAGS
 run_case mid-b4-page12 tests/gpu/qwen3-mid.json 4 64 2 --page 12
 run_case uneven-b12-page12 tests/gpu/qwen3-uneven.json 12 40 2 --page 12
+run_case uneven-b20-tma tests/gpu/qwen3-uneven.json 20 40 2 --tma-ring 98304
+run_case uneven-b64-notma tests/gpu/qwen3-uneven.json 64 40 2 --tma-ring 0
+run_case mid-b64 tests/gpu/qwen3-mid.json 64 33 2
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,38 @@
+/* tmaps.c — the TMA tensor maps of a CUDA launch (src/tiles/llm_tma.cuh).
+ *
+ * A tile that moves a matrix with the tensor copy engine needs a
+ * CUtensorMap for it, encoded on the host by the driver. For every bf16
+ * matrix (rank 2) whose base is 16-byte aligned and whose row pitch is a
+ * multiple of 16 bytes, the runtime encodes EVT_TMA_BOXES maps: boxes 64
+ * elements wide (128 bytes, the 128-byte swizzle the wgmma operands use) and
+ * 8, 16, 32 and 64 rows high, rows beyond the matrix read as zeros. The
+ * launch's table holds EVT_TMA_BOXES maps per tensor in tensor order;
+ * evt_tensor_ref.tmap says which tensors have them (-1: none). Encoding is
+ * host work only (no device call); cuda.c re-encodes a tensor's maps when its
+ * address or shape changes.
+ */
+#include <string.h>
+#include "runtime/cuda_driver.h"
+#include "runtime/tmaps.h"
+
+/* the driver's enum values (cuda.h) */
+enum { TM_BF16 = 9, TM_INTERLEAVE_NONE = 0, TM_SWIZZLE_128B = 3, TM_L2_256B = 3, TM_OOB_ZERO = 0 };
+
+int evt_tmaps_encode(const evt_tensor_ref *t, unsigned char out[EVT_TMA_BOXES * EVT_TMA_MAP_BYTES])
+{
+    memset(out, 0, EVT_TMA_BOXES * EVT_TMA_MAP_BYTES);
+    if (!evt_cuda_g.cu.TensorMapEncodeTiled || t->dtype != EVT_BF16 || t->rank != 2 || !t->ptr) return 0;
+    unsigned long long rows = (unsigned long long)t->dim[0], cols = (unsigned long long)t->dim[1];
+    if (!rows || !cols || ((uintptr_t)t->ptr & 15) || (cols * 2) % 16 || rows > (1ull << 31) || cols > (1ull << 31)) return 0;
+    unsigned long long dims[2] = {cols, rows}, strides[1] = {cols * 2};
+    unsigned elem[2] = {1, 1};
+    for (int b = 0; b < EVT_TMA_BOXES; b++) {
+        unsigned box[2] = {64, 8u << b};
+        if (evt_cuda_g.cu.TensorMapEncodeTiled(out + b * EVT_TMA_MAP_BYTES, TM_BF16, 2, t->ptr, dims, strides, box, elem,
+                                               TM_INTERLEAVE_NONE, TM_SWIZZLE_128B, TM_L2_256B, TM_OOB_ZERO) != CUDA_SUCCESS) {
+            memset(out, 0, EVT_TMA_BOXES * EVT_TMA_MAP_BYTES);
+            return 0;
+        }
+    }
+    return 1;
+}

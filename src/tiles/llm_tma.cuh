@@ -1,0 +1,432 @@
+/* llm_tma.cuh — the decode GEMV through the tensor copy engine and the
+ * warpgroup tensor cores (sm_90a): TMA boxes of the weights and of x into a
+ * ring of shared-memory stages, wgmma from there. Included by llm_gemv.cuh,
+ * whose evt_llm_gemv takes this path when evt_llm_gemv_tma accepts the task
+ * and falls back to the register units otherwise.
+ *
+ * Why: at batch 32-64 a register unit holds one 32-wide k chunk of weights
+ * in flight per warp, two thirds of its load registers are x, and every warp
+ * reads all of x again; the tiles issue slowly from 8 warps at 255 registers
+ * and reach a third of the DRAM bandwidth (bench/RESULTS.md, sessions 19-22).
+ * A ring filled by TMA holds tens of KiB in flight per SM without registers
+ * and x is read once per stage for all rows.
+ *
+ * The product: y[b, n] = sum_k x[b, k] W[n, k] for the task's rows
+ * [n0, n1) (llm.c's tile rows), b < B <= 64, as D = A * B^T with A = x
+ * (M = 64 batch rows, K-major) and B = W (N = NT rows, K-major), both from
+ * shared memory in the 128-byte swizzled layout TMA writes.
+ *   - Stage: 64 k of x (one box of 8-64 rows covering B; rows past B read
+ *     as zeros; 8 KiB reserved) and of each weight matrix's rows of the pass
+ *     (boxes of 64, 32, 16, 8 rows, the largest that fits, the last one
+ *     rounded up to 8 rows; NT rows reserved).
+ *   - Warpgroup 0 multiplies: accumulators NW x NT / 2 floats per thread.
+ *     Reserved rows past the pass hold stale shared memory: their output
+ *     columns are computed and dropped (a column of D depends on that row
+ *     of W alone); so are x rows >= B.
+ *   - Passes: more than NT rows (the LM head, 1151 rows a task) run again
+ *     over K.
+ *   - Ring: S = ring bytes / stage bytes slots (at most EVT_TMA_MAX_STAGES),
+ *     a "full" mbarrier per slot (TMA transaction bytes) and an "empty" one
+ *     (one arrival per warp of warpgroup 0 once its wgmma retired). Lane 0 of
+ *     warp 4 issues: the first S stages up front (with early loads, the
+ *     weight boxes before the task's waits, which warp 0 runs, and x's
+ *     after), then each stage once its slot's previous fill is released.
+ *     The barriers live for the launch (EVT_TILES_WORKER_BEGIN), their
+ *     phases carried from task to task in evt_tma_phase.
+ *   - x was written by other SMs with ordinary stores and acquired through
+ *     the task's waits: the producer fences the async proxy once before its
+ *     first x box.
+ * Measured (tiles alone and decode, H200, bench/RESULTS.md session 24): the
+ * products of a stage run one wgmma at a time (ptxas serialises wgmma in a
+ * function that is called, and every tile is), and a stage costs about
+ * 0.5 us whatever its rows, so the path pays for many-row tasks only
+ * (EVT_TMA_MIN_ROWS); two warpgroups splitting K did not change that (34.8
+ * vs 35.8 us for qwen3-8b's o at batch 64), nor did prefetching the maps.
+ * Shapes it takes (else the register units run): no fused norm, batch
+ * EVT_TMA_MIN_B..64, K % 64 == 0, enough rows, maps for x and the weights
+ * (the runtime encodes EVT_TMA_BOXES per bf16 matrix with 16-byte rows:
+ * src/runtime/tmaps.c), a ring of at least two stages (evt_run_opts.tma_ring;
+ * evtc decode reserves 96 KiB from batch 49: more shrinks L1 and slows the
+ * other tiles, less holds too few stages). */
+#ifndef EVT_TILE_LLM_TMA_CUH
+#define EVT_TILE_LLM_TMA_CUH
+
+#ifndef EVT_TMA_MAX_STAGES
+#define EVT_TMA_MAX_STAGES 8
+#endif
+#ifndef EVT_TMA_MIN_B
+#define EVT_TMA_MIN_B 17 /* smaller batches keep the register units (tiles alone, H200, session 24:
+                            at batch 1-16 the ring lost on every shape) */
+#endif
+#ifndef EVT_TMA_MIN_ROWS
+#define EVT_TMA_MIN_ROWS 64 /* weight rows x matrices per task at least (EVT_TMA_MIN_ROWS_B48 above 48
+                               batch rows): a stage's products run one wgmma at a time (ptxas
+                               serialises wgmma in a called function, and a tile is one), about
+                               0.5 us per 64 k, so few-row tasks stay on the register units. Tiles
+                               alone, H200 (session 24): qwen3-8b's gate + up (93 rows x 2) and the
+                               LM heads (1151 rows) gain at batch 17-64; its QKV (47 rows) gains at
+                               64 (45.9 -> 35.6 us) but loses at 32 (26.5 -> 35.4); o and down (31
+                               rows, qwen3-0.6b's 8) lose everywhere */
+#endif
+#ifndef EVT_TMA_MIN_ROWS_B48
+#define EVT_TMA_MIN_ROWS_B48 47
+#endif
+#ifndef EVT_TILES_TMA_RING
+#define EVT_TILES_TMA_RING (160u * 1024u) /* shared memory the runtime reserves for the ring, at most */
+#endif
+
+/* A CUtensorMap as the device sees it: 128 opaque bytes, 64-byte aligned. */
+typedef struct __align__(64) evt_tmap { unsigned long long w[16]; } evt_tmap;
+
+extern __shared__ __align__(1024) unsigned char evt_dyn_smem[]; /* (also declared by the weight stream) */
+static __shared__ __align__(8) uint64_t evt_tma_bar[2 * EVT_TMA_MAX_STAGES]; /* full[s], then empty[s] */
+
+__device__ __forceinline__ uint32_t evt_tma_saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void evt_tma_bar_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void evt_tma_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void evt_tma_arrive_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void evt_tma_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+/* Waits for the phase of parity `par` to complete; a ring that never fills
+   (an internal error) traps rather than hangs the launch. */
+__device__ __forceinline__ void evt_tma_wait(uint32_t bar, uint32_t par)
+{
+    for (uint32_t spins = 0;; spins++) {
+        uint32_t ok;
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(ok) : "r"(bar), "r"(par) : "memory");
+        if (ok) return;
+        if (spins > (1u << 28)) __trap();
+    }
+}
+/* One 2-D box (64 k x 8 rows, 1 KiB) of map m at (k0, r0) into dst. */
+__device__ __forceinline__ void evt_tma_load(uint32_t dst, const evt_tmap *m, int k0, int r0, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(dst), "l"(m), "r"(k0), "r"(r0), "r"(bar) : "memory");
+}
+/* Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups
+   1024 bytes apart (the layout of the boxes above, 1024-byte aligned). */
+__device__ __forceinline__ uint64_t evt_tma_desc(uint32_t addr)
+{
+    return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+}
+__device__ __forceinline__ void evt_tma_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void evt_tma_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void evt_tma_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+/* D (64 x N, f32, this thread's N / 2) += A (64 x 16) * B (N x 16)^T. */
+template <int N> __device__ __forceinline__ void evt_tma_wgmma(float *d, uint64_t da, uint64_t db);
+template <> __device__ __forceinline__ void evt_tma_wgmma<16>(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7"
+                 "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+template <> __device__ __forceinline__ void evt_tma_wgmma<32>(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+                 "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+template <> __device__ __forceinline__ void evt_tma_wgmma<48>(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                 "%16, %17, %18, %19, %20, %21, %22, %23"
+                 "}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+template <> __device__ __forceinline__ void evt_tma_wgmma<64>(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+template <> __device__ __forceinline__ void evt_tma_wgmma<96>(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+                 "}, %48, %49, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+template <> __device__ __forceinline__ void evt_tma_wgmma<128>(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+/* The slots' mbarriers live for the whole launch (initialised once per
+ * worker: EVT_TILES_WORKER_BEGIN); evt_tma_phase holds, bit s, the parity of
+ * slot s's next phase (every fill of a slot is released exactly once, so its
+ * full and empty barriers are at the same phase between tasks). */
+static __shared__ uint32_t evt_tma_phase;
+#define EVT_TMA_PRODUCER_WARP 4 /* the first warp of warpgroup 1: warpgroup 0 multiplies, warp 0 runs an
+                                   early-loads task's waits */
+#define EVT_TMA_CONSUMER_WARPS 4
+
+__device__ __forceinline__ void evt_tma_worker_begin()
+{
+    if (threadIdx.x == 0) {
+        uint32_t full0 = evt_tma_saddr(evt_tma_bar);
+        for (int s = 0; s < 2 * EVT_TMA_MAX_STAGES; s++) evt_tma_bar_init(full0 + 8 * s, s < EVT_TMA_MAX_STAGES ? 1u : EVT_TMA_CONSUMER_WARPS);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        evt_tma_phase = 0;
+    }
+}
+#undef EVT_TILES_WORKER_BEGIN
+#define EVT_TILES_WORKER_BEGIN() evt_tma_worker_begin()
+
+/* What the task's product needs: the maps (EVT_TMA_BOXES per tensor, box
+   heights 8 << i) and the ring. */
+struct evt_tma_io {
+    const evt_tmap *mx, *mw0, *mw1;
+    unsigned char *ring;
+    uint32_t ring_bytes;
+};
+
+/* The boxes of `rows` rows from r0: the largest height that fits, the last
+   one rounded up to 8 rows. Calls f(height index, row offset). */
+template <typename F> __device__ __forceinline__ void evt_tma_boxes(int rows, F f)
+{
+    for (int r = 0; r < rows;) {
+        int left = rows - r, i = left >= 64 ? 3 : left >= 32 ? 2 : left >= 16 ? 1 : 0;
+        f(i, r);
+        r += 8 << i;
+    }
+}
+__device__ __forceinline__ uint32_t evt_tma_rows_bytes(int rows)
+{
+    uint32_t b = 0;
+    evt_tma_boxes(rows, [&](int i, int) { b += 1024u << i; });
+    return b;
+}
+
+/* The task's rows [n0, n1): see the header. Returns true when the task must
+   stop (its waits ran in the tile and the launch is aborting). */
+template <int MODE, int NT, bool EARLY>
+__device__ __forceinline__ bool evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
+{
+    constexpr int NW = MODE == 2 ? 2 : 1;
+    constexpr uint32_t WREG = NT * 128u, SLOT = 8192u + NW * WREG; /* a weight matrix's rows, a stage */
+    const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
+    const int R = (int)(n1 - n0), npass = (R + NT - 1) / NT, J = npass * KS;
+    int S = (int)(io.ring_bytes / SLOT);
+    if (S > EVT_TMA_MAX_STAGES) S = EVT_TMA_MAX_STAGES;
+    if (S > J) S = J;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint32_t full0 = evt_tma_saddr(evt_tma_bar), empty0 = full0 + 8 * EVT_TMA_MAX_STAGES, ring0 = evt_tma_saddr(io.ring);
+    const uint32_t phase = evt_tma_phase; /* written by the previous task before the dispatch's barrier */
+    const int xbox = B <= 8 ? 0 : B <= 16 ? 1 : B <= 32 ? 2 : 3;
+    const bool early = EARLY && a->wait_in_tile;
+
+    if (warp == EVT_TMA_PRODUCER_WARP) {
+        /* lane 0 fills the ring: stage j = (pass p, k step ks) into slot s */
+        if (lane == 0) {
+            int s = 0, ks = 0, p = 0, rows = R < NT ? R : NT;
+            uint32_t wbytes = NW * evt_tma_rows_bytes(rows), xbytes = 1024u << xbox;
+            auto weights = [&]() {
+                const uint32_t dst = ring0 + (uint32_t)s * SLOT + 8192u, bar = full0 + 8 * s;
+                const int r0 = (int)n0 + p * NT;
+                evt_tma_boxes(rows, [&](int i, int r) {
+                    evt_tma_load(dst + 128u * r, io.mw0 + i, ks * 64, r0 + r, bar);
+                    if (NW == 2) evt_tma_load(dst + WREG + 128u * r, io.mw1 + i, ks * 64, r0 + r, bar);
+                });
+            };
+            auto next = [&]() {
+                if (++s == S) s = 0;
+                if (++ks == KS) {
+                    ks = 0;
+                    p++;
+                    rows = R - p * NT < NT ? R - p * NT : NT;
+                    wbytes = NW * evt_tma_rows_bytes(rows);
+                }
+            };
+            /* x came through the waits (ordinary stores on other SMs,
+               acquired by this block): a proxy fence orders them before
+               the async reads, once the waits are done */
+            if (!early) asm volatile("fence.proxy.async.global;" ::: "memory");
+            /* the first S stages: the weights at once (before the task's
+               waits when they run in the tile), x once they are done */
+            for (int j = 0; j < S; j++, next()) {
+                if (early) evt_tma_expect(full0 + 8 * s, wbytes);
+                else evt_tma_arrive_expect(full0 + 8 * s, wbytes + xbytes);
+                weights();
+            }
+            s = 0, ks = 0, p = 0, rows = R < NT ? R : NT, wbytes = NW * evt_tma_rows_bytes(rows);
+            bool stop = early && evt_tile_wait(a);
+            if (stop) { /* aborting: let the weight boxes land before leaving */
+                for (int j = 0; j < S; j++) evt_tma_arrive(full0 + 8 * j);
+                for (int j = 0; j < S; j++) evt_tma_wait(full0 + 8 * j, (phase >> j) & 1u);
+                return true;
+            }
+            if (early) asm volatile("fence.proxy.async.global;" ::: "memory");
+            for (int j = 0; j < S; j++, next()) {
+                if (early) evt_tma_arrive_expect(full0 + 8 * s, xbytes);
+                evt_tma_load(ring0 + (uint32_t)s * SLOT, io.mx + xbox, ks * 64, 0, full0 + 8 * s);
+            }
+            /* then each stage once its slot's previous fill is released */
+            uint32_t par = phase;
+            for (int j = S; j < J; j++, next()) {
+                if (s == 0 && j > S) par = ~par; /* a new round of the ring */
+                evt_tma_wait(empty0 + 8 * s, par >> s & 1u);
+                evt_tma_arrive_expect(full0 + 8 * s, wbytes + xbytes);
+                weights();
+                evt_tma_load(ring0 + (uint32_t)s * SLOT, io.mx + xbox, ks * 64, 0, full0 + 8 * s);
+            }
+        } else if (early && evt_tile_wait(a)) {
+            return true;
+        }
+        return false;
+    }
+    if (early && evt_tile_wait(a)) return true;
+    if (warp >= EVT_TMA_CONSUMER_WARPS) return false; /* warpgroup 1's other warps have nothing to do */
+
+    /* warpgroup 0: D (64 batch rows x NT weight rows per matrix) += x W^T */
+    float acc[NW][NT / 2];
+#pragma unroll
+    for (int q = 0; q < NW; q++)
+#pragma unroll
+        for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
+    int s = 0, ks = 0, p = 0;
+    uint32_t par = phase;
+    for (int j = 0; j < J; j++) {
+        evt_tma_wait(full0 + 8 * s, par >> s & 1u);
+        const uint32_t xs = ring0 + (uint32_t)s * SLOT, ws = xs + 8192u;
+        evt_tma_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            evt_tma_wgmma<NT>(acc[0], evt_tma_desc(xs + 32u * kk), evt_tma_desc(ws + 32u * kk));
+            if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], evt_tma_desc(xs + 32u * kk), evt_tma_desc(ws + WREG + 32u * kk));
+        }
+        evt_tma_wg_commit();
+        evt_tma_wg_wait<0>(); /* the slot's data is read: release it */
+        __syncwarp();
+        if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
+        if (++ks == KS) { /* the pass's rows are done */
+            const int64_t rw = n0 + (int64_t)p * NT;
+            const int mine = (int)(n1 - rw < NT ? n1 - rw : NT);
+#pragma unroll
+            for (int i = 0; i < NT / 2; i++) {
+                int b = warp * 16 + (lane >> 2) + 8 * ((i >> 1) & 1), c = (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
+                if (b < B && c < mine) evt_llm_out<MODE>(a, b, rw + c, acc[0][i], acc[NW - 1][i]);
+            }
+#pragma unroll
+            for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
+            ks = 0;
+            p++;
+        }
+        if (++s == S) {
+            s = 0;
+            par = ~par;
+        }
+    }
+    /* the next task's phases: slots used an odd number of times flip (written
+       here, after every thread of the task has read evt_tma_phase: the
+       producer before its first issue, the consumers before the warpgroup's
+       first wgmma) */
+    if (threadIdx.x == 0) {
+        uint32_t flip = 0;
+        for (int u = 0; u < S; u++) flip |= (uint32_t)(((J - 1 - u) / S + 1) & 1) << u;
+        evt_tma_phase = phase ^ flip;
+    }
+    return false;
+}
+
+/* Runs the task on this path when its shapes, maps and ring allow (see the
+ * header); false: nothing was done, the caller runs the register units. */
+template <int MODE, bool EARLY>
+__device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t n0, int64_t n1, bool *stop)
+{
+    constexpr int NW = MODE == 2 ? 2 : 1;
+    const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
+    const int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (a->t[1].dim[0] + T - 1) / T; /* the call's rows per task */
+    if (!a->tmaps || B < EVT_TMA_MIN_B || B > 64 || nr * NW < (B > 48 ? EVT_TMA_MIN_ROWS_B48 : EVT_TMA_MIN_ROWS) || (K & 63) || K > (1 << 30) || n1 > (1 << 30) ||
+        evt_tile_threads() != 256)
+        return false;
+    if (a->t[0].tmap < 0 || a->t[1].tmap < 0 || (NW == 2 && a->t[2].tmap < 0)) return false;
+    unsigned char *ring = evt_dyn_smem + a->tma_ring_off;
+    if (evt_tma_saddr(ring) & 1023u) return false;
+    const evt_tmap *maps = (const evt_tmap *)a->tmaps;
+    const evt_tma_io io = {maps + EVT_TMA_BOXES * a->t[0].tmap, maps + EVT_TMA_BOXES * a->t[1].tmap, maps + EVT_TMA_BOXES * a->t[NW].tmap,
+                           ring, a->tma_ring_bytes};
+    const int64_t rows = (n1 - n0 + 7) / 8 * 8;
+#define EVT_TMA_TRY(NT)                                                                             \
+    if (rows <= NT || NT == (NW == 2 ? 96 : 128)) {                                                 \
+        if (a->tma_ring_bytes < 2 * (8192u + NW * NT * 128u)) return false;                         \
+        *stop = evt_tma_gemv<MODE, NT, EARLY>(a, io, n0, n1);                                       \
+        return true;                                                                                \
+    }
+    EVT_TMA_TRY(16)
+    EVT_TMA_TRY(32)
+    EVT_TMA_TRY(48)
+    EVT_TMA_TRY(64)
+    EVT_TMA_TRY(96)
+    if constexpr (NW == 1) {
+        EVT_TMA_TRY(128)
+    }
+#undef EVT_TMA_TRY
+    return false;
+}
+
+#endif
