@@ -15,7 +15,8 @@
 # 6. a planted hang (wrong declared count, --trust-counts, --timeout 1) must
 #    come back as a watchdog error, and the module must recover
 # 7. too many workers: a clear refusal; a trace file that parses
-# 8. compute-sanitizer memcheck and synccheck on small programs
+# 8. compute-sanitizer memcheck and synccheck on small programs and on one
+#    decode step at batch 64 (the TMA GEMV path)
 # 9. the decode tiles against their C references (bench/tiles/tilebench at
 #    qwen3-0.6b and -8b shapes, B = 1, 8, 16, 64, and with one attention
 #    split at B = 1 and 64); the GEMV reading weights
@@ -149,6 +150,9 @@ if command -v compute-sanitizer > /dev/null; then
             compute-sanitizer --tool $tool build/evtc run $ART/split_rowsum.evtm --backend cuda --workers 8 --set n=16 --check
         want="ERROR SUMMARY: 0 errors" check "compute-sanitizer $tool moe_toy (dynamic, 8 workers)" \
             compute-sanitizer --tool $tool build/evtc run $ART/moe_toy.evtm --backend cuda --sched dynamic --workers 8 --check
+        # the TMA GEMV (src/tiles/llm_tma.cuh): its ring, boxes and mbarriers at batch 64
+        want="ERROR SUMMARY: 0 errors" check "compute-sanitizer $tool decode qwen3-uneven B=64 (the TMA GEMV)" \
+            compute-sanitizer --tool $tool build/evtc decode --model tests/gpu/qwen3-uneven.json --batch 64 --ctx 40 --steps 1 --backend cuda
     done
 else
     bad "compute-sanitizer not found"
