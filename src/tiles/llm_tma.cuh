@@ -332,6 +332,12 @@ __device__ __forceinline__ bool evt_tma_gemv(const evt_task_args *a, const evt_t
                 weights();
                 evt_tma_load(ring0 + (uint32_t)s * SLOT, io.mx + xbox, ks * 64, 0, full0 + 8 * s);
             }
+            /* the tail: wait for the releases of the last S stages too, so
+               that every phase of an empty barrier has its waiter (the
+               consumers' arrivals are otherwise never waited on; synccheck
+               reports them as missing waits) */
+            for (int j = J - S; j < J; j++)
+                evt_tma_wait(empty0 + 8 * (j % S), ((phase >> (j % S)) ^ (uint32_t)(j / S)) & 1u);
         } else if (early && evt_tile_wait(a)) {
             return true;
         }
