@@ -18,6 +18,9 @@
  *       coherent loads (written earlier in the same launch). A scalar path
  *       handles K % 32 != 0 or misaligned rows. Tile nb of T holds rows
  *       [nb*N/T, (nb+1)*N/T) (ragged: one tile per SM balances any N).
+ *       Batches 17-64 with a TMA ring (evt_run_opts.tma_ring) and many
+ *       weight rows per task: TMA boxes into shared memory and wgmma
+ *       instead (llm_tma.cuh).
  *   rms_linear / rms_mlp_up: the same GEMV on bf16(x * wn) (wn fragments
  *       loaded beside x's, the product rounded as the C reference rounds
  *       it), the row scales rsqrt(mean(x^2) + eps) computed by the block

@@ -406,8 +406,9 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
     const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
+    if (!a->tmaps || B < EVT_TMA_MIN_B || B > 64) return false; /* the common case first: no division */
     const int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (a->t[1].dim[0] + T - 1) / T; /* the call's rows per task */
-    if (!a->tmaps || B < EVT_TMA_MIN_B || B > 64 || nr * NW < (B > 48 ? EVT_TMA_MIN_ROWS_B48 : EVT_TMA_MIN_ROWS) || (K & 63) || K > (1 << 30) || n1 > (1 << 30) ||
+    if (nr * NW < (B > 48 ? EVT_TMA_MIN_ROWS_B48 : EVT_TMA_MIN_ROWS) || (K & 63) || K > (1 << 30) || n1 > (1 << 30) ||
         evt_tile_threads() != 256)
         return false;
     if (a->t[0].tmap < 0 || a->t[1].tmap < 0 || (NW == 2 && a->t[2].tmap < 0)) return false;
