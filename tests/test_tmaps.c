@@ -1,0 +1,136 @@
+/* test_tmaps.c — the TMA tensor maps' host side (src/runtime/tmaps.c), with
+ * the driver's encoder replaced by a recorder (no GPU needed):
+ *   - a bf16 matrix gets EVT_TMA_BOXES maps, in box order 8, 16, 32, 64 rows,
+ *     64 elements wide, dims given innermost first (columns, rows), the row
+ *     pitch in bytes, the 128-byte swizzle and zero fill, the map bytes the
+ *     encoder wrote copied out;
+ *   - tensors TMA cannot address get none and zeroed bytes: another dtype,
+ *     another rank, a misaligned base, a row pitch that is not a multiple of
+ *     16 bytes, no address, no encoder (an old driver), an encoder failure
+ *     part-way (no half-filled table entry).
+ * The maps in use run on a GPU (tests/gpu/decode_check.sh, run.sh's
+ * compute-sanitizer cases).
+ */
+#include <stdint.h>
+#include <string.h>
+#include "harness.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/tmaps.h"
+
+static struct {
+    int calls, fail_at;
+    int dtype, swizzle, oob;
+    unsigned rank, box[EVT_TMA_BOXES][2];
+    unsigned long long dims[2], stride;
+    void *addr;
+} rec;
+
+static CUresult fake_encode(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
+                            const unsigned long long *strides, const unsigned *box, const unsigned *elem_strides, int interleave,
+                            int swizzle, int l2_promotion, int oob_fill)
+{
+    (void)elem_strides; (void)interleave; (void)l2_promotion;
+    int k = rec.calls++;
+    if (k == rec.fail_at) return 1;
+    rec.dtype = dtype; rec.rank = rank; rec.addr = addr; rec.swizzle = swizzle; rec.oob = oob_fill;
+    rec.dims[0] = dims[0]; rec.dims[1] = dims[1]; rec.stride = strides[0];
+    if (k < EVT_TMA_BOXES) { rec.box[k][0] = box[0]; rec.box[k][1] = box[1]; }
+    memset(map, 0xA0 + k, EVT_TMA_MAP_BYTES);
+    return 0;
+}
+
+static evt_tensor_ref matrix(void *ptr, int64_t rows, int64_t cols, int dtype)
+{
+    evt_tensor_ref t;
+    memset(&t, 0, sizeof t);
+    t.ptr = ptr;
+    t.dim[0] = rows; t.dim[1] = cols; t.dim[2] = t.dim[3] = 1;
+    t.rank = 2; t.dtype = (int16_t)dtype; t.tmap = -1;
+    return t;
+}
+
+static unsigned char out[EVT_TMA_BOXES * EVT_TMA_MAP_BYTES];
+
+static int all_zero(void)
+{
+    for (size_t i = 0; i < sizeof out; i++)
+        if (out[i]) return 0;
+    return 1;
+}
+
+static void bf16_matrix_gets_four_boxes(void **state)
+{
+    (void)state;
+    memset(&rec, 0, sizeof rec);
+    rec.fail_at = -1;
+    evt_cuda_g.cu.TensorMapEncodeTiled = fake_encode;
+    evt_tensor_ref t = matrix((void *)(uintptr_t)0x7000100, 12288, 4096, EVT_BF16);
+    assert_int_equal(evt_tmaps_encode(&t, out), 1);
+    assert_int_equal(rec.calls, EVT_TMA_BOXES);
+    assert_int_equal(rec.rank, 2);
+    assert_int_equal(rec.dtype, 9);   /* CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 */
+    assert_int_equal(rec.swizzle, 3); /* CU_TENSOR_MAP_SWIZZLE_128B: the wgmma operands' layout */
+    assert_int_equal(rec.oob, 0);     /* rows past the matrix read as zeros */
+    assert_ptr_equal(rec.addr, t.ptr);
+    assert_int_equal(rec.dims[0], 4096); /* innermost first */
+    assert_int_equal(rec.dims[1], 12288);
+    assert_int_equal(rec.stride, 4096 * 2);
+    for (int b = 0; b < EVT_TMA_BOXES; b++) {
+        assert_int_equal(rec.box[b][0], 64); /* 128 bytes: one swizzle span */
+        assert_int_equal(rec.box[b][1], 8u << b);
+        assert_int_equal(out[b * EVT_TMA_MAP_BYTES], 0xA0 + b);
+        assert_int_equal(out[b * EVT_TMA_MAP_BYTES + EVT_TMA_MAP_BYTES - 1], 0xA0 + b);
+    }
+}
+
+static void unaddressable_tensors_get_none(void **state)
+{
+    (void)state;
+    evt_cuda_g.cu.TensorMapEncodeTiled = fake_encode;
+    struct { evt_tensor_ref t; const char *why; } bad[] = {
+        {matrix((void *)(uintptr_t)0x7000100, 64, 64, EVT_F32), "f32"},
+        {matrix((void *)(uintptr_t)0x7000108, 64, 64, EVT_BF16), "base not 16-byte aligned"},
+        {matrix((void *)(uintptr_t)0x7000100, 64, 60, EVT_BF16), "120-byte rows"},
+        {matrix(NULL, 64, 64, EVT_BF16), "no address"},
+        {matrix((void *)(uintptr_t)0x7000100, 0, 64, EVT_BF16), "no rows"},
+    };
+    evt_tensor_ref r3 = matrix((void *)(uintptr_t)0x7000100, 4, 64, EVT_BF16);
+    r3.rank = 3;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0] + 1; i++) {
+        const evt_tensor_ref *t = i < sizeof bad / sizeof bad[0] ? &bad[i].t : &r3;
+        memset(&rec, 0, sizeof rec);
+        rec.fail_at = -1;
+        memset(out, 0x55, sizeof out);
+        if (evt_tmaps_encode(t, out) != 0) fail_msg("encoded maps for a tensor TMA cannot address (%s)", i < sizeof bad / sizeof bad[0] ? bad[i].why : "rank 3");
+        assert_int_equal(rec.calls, 0);
+        assert_true(all_zero());
+    }
+}
+
+static void no_encoder_or_a_failure_leaves_none(void **state)
+{
+    (void)state;
+    evt_tensor_ref t = matrix((void *)(uintptr_t)0x7000100, 256, 1024, EVT_BF16);
+    evt_cuda_g.cu.TensorMapEncodeTiled = NULL; /* a driver without it */
+    memset(out, 0x55, sizeof out);
+    assert_int_equal(evt_tmaps_encode(&t, out), 0);
+    assert_true(all_zero());
+    evt_cuda_g.cu.TensorMapEncodeTiled = fake_encode;
+    memset(&rec, 0, sizeof rec);
+    rec.fail_at = 2; /* the 32-row box is refused */
+    memset(out, 0x55, sizeof out);
+    assert_int_equal(evt_tmaps_encode(&t, out), 0);
+    assert_int_equal(rec.calls, 3);
+    assert_true(all_zero());
+    evt_cuda_g.cu.TensorMapEncodeTiled = NULL;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bf16_matrix_gets_four_boxes),
+        cmocka_unit_test(unaddressable_tensors_get_none),
+        cmocka_unit_test(no_encoder_or_a_failure_leaves_none),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
