@@ -7,7 +7,9 @@
  *   - tensors TMA cannot address get none and zeroed bytes: another dtype,
  *     another rank, a misaligned base, a row pitch that is not a multiple of
  *     16 bytes, no address, no encoder (an old driver), an encoder failure
- *     part-way (no half-filled table entry).
+ *     part-way (no half-filled table entry);
+ *   - a launch's table (evt_tmaps_bind): each tensor's index, re-encoding
+ *     only a tensor that moved or changed shape, nothing without a ring.
  * The maps in use run on a GPU (tests/gpu/decode_check.sh, run.sh's
  * compute-sanitizer cases).
  */
@@ -125,12 +127,58 @@ static void no_encoder_or_a_failure_leaves_none(void **state)
     evt_cuda_g.cu.TensorMapEncodeTiled = NULL;
 }
 
+/* The launch's table: maps for the tensors that can have them, re-encoded
+   only for a tensor that moved or changed shape, nothing without `want`. */
+static void table_reencodes_only_what_changed(void **state)
+{
+    (void)state;
+    evt_cuda_g.cu.TensorMapEncodeTiled = fake_encode;
+    memset(&rec, 0, sizeof rec);
+    rec.fail_at = -1;
+    evt_tmap_table tab = {0};
+    evt_tensor_ref tr[3] = {matrix((void *)(uintptr_t)0x7000100, 256, 1024, EVT_BF16),
+                            matrix((void *)(uintptr_t)0x7100000, 1, 1024, EVT_F32),
+                            matrix((void *)(uintptr_t)0x7200000, 64, 4096, EVT_BF16)};
+    int any = 0;
+    assert_int_equal(evt_tmaps_bind(&tab, tr, 3, 1, &any), 1);
+    assert_int_equal(any, 1);
+    assert_int_equal(tr[0].tmap, 0);
+    assert_int_equal(tr[1].tmap, -1);
+    assert_int_equal(tr[2].tmap, 2);
+    assert_int_equal(rec.calls, 2 * EVT_TMA_BOXES);
+    const size_t per = EVT_TMA_BOXES * EVT_TMA_MAP_BYTES;
+    assert_int_equal(tab.host[1 * per], 0); /* the f32 tensor's entry stays zero */
+    assert_int_equal(tab.host[2 * per], 0xA0 + EVT_TMA_BOXES);
+    /* the next launch, nothing moved: no encoding, no upload */
+    tr[0].tmap = tr[1].tmap = tr[2].tmap = 7;
+    assert_int_equal(evt_tmaps_bind(&tab, tr, 3, 1, &any), 0);
+    assert_int_equal(rec.calls, 2 * EVT_TMA_BOXES);
+    assert_int_equal(tr[0].tmap, 0);
+    assert_int_equal(tr[1].tmap, -1);
+    assert_int_equal(tr[2].tmap, 2);
+    /* an activation bound at another batch: its maps only */
+    tr[2].dim[0] = 32;
+    assert_int_equal(evt_tmaps_bind(&tab, tr, 3, 1, &any), 1);
+    assert_int_equal(rec.calls, 3 * EVT_TMA_BOXES);
+    assert_int_equal(rec.dims[1], 32);
+    /* a launch without a ring: no maps, nothing encoded */
+    assert_int_equal(evt_tmaps_bind(&tab, tr, 3, 0, &any), 0);
+    assert_int_equal(any, 0);
+    assert_int_equal(tr[0].tmap, -1);
+    assert_int_equal(tr[2].tmap, -1);
+    assert_int_equal(rec.calls, 3 * EVT_TMA_BOXES);
+    evt_tmaps_free(&tab);
+    assert_null(tab.host);
+    evt_cuda_g.cu.TensorMapEncodeTiled = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bf16_matrix_gets_four_boxes),
         cmocka_unit_test(unaddressable_tensors_get_none),
         cmocka_unit_test(no_encoder_or_a_failure_leaves_none),
+        cmocka_unit_test(table_reencodes_only_what_changed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

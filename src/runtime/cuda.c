@@ -36,6 +36,7 @@
 #include "runtime/kcache.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/tmaps.h"
+#include "runtime/cuda_smem.h"
 
 static int64_t g_compiles; /* nvcc invocations in this process */
 static int64_t g_captures; /* CUDA graphs captured (the graph baseline) */
@@ -181,7 +182,7 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
     v->static_smem = (unsigned)static_smem;
     /* the persistent kernel's copy of the launch tables (tensor references,
        grid extents, call id rows), after the tiles' (the weight stream's ring
-       follows them, stream_ring): read by
+       follows them, cuda_smem.c): read by
        every task's dispatch, so shared memory beats a chain of L2 round
        trips; when the device cannot give that much, they stay in global */
     unsigned tables = 0;
@@ -247,9 +248,7 @@ typedef struct cuda_rt {
     int ntens;
     dev_buf trace, trace_worker;
     dev_buf tmaps;         /* EVT_TMA_BOXES maps per tensor (tmaps.c) */
-    unsigned char *tmap_host; /* the same on the host, for ntmap tensors */
-    evt_tensor_ref *tmap_ref; /* [ntmap] each tensor as its maps were encoded (tmap: -1 none) */
-    int ntmap;
+    evt_tmap_table tmt;    /* the same on the host, and what they were encoded for */
     int broken;            /* a sticky CUDA error or unresponsive device */
     char broken_why[256];
 } cuda_rt;
@@ -450,91 +449,21 @@ static evt_status wait_stream(cuda_rt *rt, double bound_s, evt_diag *d)
     }
 }
 
-/* The weight stream's ring (evt_stream.h) for a persistent launch of
- * nworkers blocks: static and hybrid schedules of a module with streaming
- * calls. It lies after the tiles' dynamic shared memory and the launch tables
- * and takes what is left of a block's share of the SM (at the launch's blocks
- * per SM), at most $EVT_STREAM_RING bytes (default 192 KiB; 0: no ring).
- * Returns its size (0: no ring) and its offset in *off. */
-static unsigned stream_ring(const evt_variant *v, evt_sched_kind sched, int nworkers, unsigned *off)
-{
-    *off = (v->dyn_smem + v->table_smem + 127) & ~127u;
-    if (!v->stream_calls || (sched != EVT_SCHED_STATIC && sched != EVT_SCHED_HYBRID) || nworkers < 1) return 0;
-    long cap = 192 * 1024;
-    const char *env = getenv("EVT_STREAM_RING");
-    if (env && *env) cap = strtol(env, NULL, 10);
-    int per_sm = (nworkers + evt_cuda_g.sms - 1) / evt_cuda_g.sms;
-    long block = evt_cuda_g.smem_per_sm / per_sm - evt_cuda_g.smem_reserved;
-    if (block > evt_cuda_g.smem_optin) block = evt_cuda_g.smem_optin;
-    long ring = block - (long)v->static_smem - (long)*off;
-    if (ring > cap) ring = cap;
-    ring &= ~127L;
-    return ring >= 8192 ? (unsigned)ring : 0; /* less holds too few rows to pay for the pump */
-}
-
-/* The tiles' TMA ring (llm_tma.cuh) for a launch with blocks_per_sm blocks on
- * an SM: after the tiles' dynamic shared memory and the launch tables
- * (1024-byte aligned, where *off says), what is left of a block's share of
- * the SM, at most the tiles' request and the run's cap (o->tma_ring, or
- * $EVT_TMA_RING bytes when set). 0 when none or under 64 KiB (two stages of
- * the largest GEMV tile). */
-static unsigned tma_ring(const evt_variant *v, const evt_run_opts *o, int blocks_per_sm, unsigned *off)
-{
-    *off = (v->dyn_smem + v->table_smem + 1023) & ~1023u;
-    if (!v->tma_ring_want || !evt_cuda_g.cu.TensorMapEncodeTiled || evt_cuda_g.cc_major < 9) return 0;
-    long cap = o->tma_ring;
-    const char *env = getenv("EVT_TMA_RING");
-    if (env && *env) cap = strtol(env, NULL, 10);
-    if (cap <= 0) return 0;
-    if (cap > (long)v->tma_ring_want) cap = v->tma_ring_want;
-    if (blocks_per_sm < 1) blocks_per_sm = 1;
-    long block = evt_cuda_g.smem_per_sm / blocks_per_sm - evt_cuda_g.smem_reserved;
-    if (block > evt_cuda_g.smem_optin) block = evt_cuda_g.smem_optin;
-    long ring = block - (long)v->static_smem - (long)*off;
-    if (ring > cap) ring = cap;
-    ring &= ~1023L;
-    return ring >= 64 * 1024 ? (unsigned)ring : 0;
-}
-
 /* The launch's tensor maps (tmaps.c) for the tensor references tr (tr[i].tmap
- * set): a tensor's maps are re-encoded when its address or shape changed
- * since they were last encoded (rt->tmap_ref), the table uploaded when any
- * was. *table: the device table, 0 when no tensor has maps (or !want). */
+ * set), uploaded when any tensor's maps were re-encoded. *table: the device
+ * table, 0 when no tensor has maps (or !want). */
 static evt_status bind_tmaps(cuda_rt *rt, evt_tensor_ref *tr, int n, int want, CUdeviceptr *table, evt_diag *d)
 {
     *table = 0;
-    for (int i = 0; i < n; i++) tr[i].tmap = -1;
-    if (!want || !evt_cuda_g.cu.TensorMapEncodeTiled || n < 1) return EVT_OK;
-    const size_t per = EVT_TMA_BOXES * EVT_TMA_MAP_BYTES;
-    int dirty = 0, any = 0;
-    if (rt->ntmap != n) {
-        free(rt->tmap_host);
-        free(rt->tmap_ref);
-        rt->tmap_host = calloc((size_t)n, per);
-        rt->tmap_ref = calloc((size_t)n, sizeof *rt->tmap_ref);
-        rt->ntmap = 0;
-        if (!rt->tmap_host || !rt->tmap_ref) return EVT_ERR_NOMEM;
-        for (int i = 0; i < n; i++) rt->tmap_ref[i].tmap = -2; /* never encoded */
-        rt->ntmap = n;
-    }
-    for (int i = 0; i < n; i++) {
-        evt_tensor_ref *old = &rt->tmap_ref[i];
-        int same = old->tmap != -2 && old->ptr == tr[i].ptr && !memcmp(old->dim, tr[i].dim, sizeof tr[i].dim) && old->rank == tr[i].rank &&
-                   old->dtype == tr[i].dtype;
-        if (!same) {
-            *old = tr[i];
-            old->tmap = evt_tmaps_encode(&tr[i], rt->tmap_host + (size_t)i * per) ? i : -1;
-            dirty = 1;
-        }
-        tr[i].tmap = old->tmap;
-        any |= tr[i].tmap >= 0;
-    }
+    int any = 0, changed = evt_tmaps_bind(&rt->tmt, tr, n, want, &any);
+    if (changed < 0) return EVT_ERR_NOMEM;
     if (!any) return EVT_OK;
+    const size_t bytes = (size_t)n * EVT_TMA_BOXES * EVT_TMA_MAP_BYTES;
     int grown = 0;
-    evt_status st = buf_ensure(&rt->tmaps, (size_t)n * per, &grown, d);
+    evt_status st = buf_ensure(&rt->tmaps, bytes, &grown, d);
     if (st) return st;
-    if (dirty || grown) {
-        CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tmaps.p, rt->tmap_host, (size_t)n * per);
+    if (changed || grown) {
+        CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tmaps.p, rt->tmt.host, bytes);
         if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the TMA tensor maps", evt_cu_name(r));
     }
     *table = rt->tmaps.p;
@@ -587,11 +516,11 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
         tr[i].rank = (int16_t)g->tensors[i]->rank;
         tr[i].dtype = (int16_t)g->tensors[i]->dtype;
     }
-    /* the TMA ring (none beside a weight-stream ring) and the tensor maps */
-    unsigned stream_off = 0, tma_off = 0;
-    int stream_launch = stream_ring(v, b->sched, b->nworkers, &stream_off) > 0;
+    /* the shared-memory rings (cuda_smem.c): the weight stream's, or the TMA
+       tiles' and the tensor maps */
+    unsigned ring_off = 0, ring = evt_cuda_stream_ring(v, b->sched, b->nworkers, &ring_off), tma_off = 0;
     int persistent = b->sched != EVT_SCHED_KBK && b->sched != EVT_SCHED_GRAPH;
-    unsigned tma = stream_launch ? 0 : tma_ring(v, o, persistent ? (b->nworkers + evt_cuda_g.sms - 1) / evt_cuda_g.sms : 1, &tma_off);
+    unsigned tma = ring ? 0 : evt_cuda_tma_ring(v, o, persistent ? (b->nworkers + evt_cuda_g.sms - 1) / evt_cuda_g.sms : 1, &tma_off);
     CUdeviceptr tmap_table = 0;
     if ((st = bind_tmaps(rt, tr, g->ntensors, tma > 0, &tmap_table, d))) { free(tr); return st; }
     if (!tmap_table) tma = 0;
@@ -618,7 +547,6 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
        (--no-records, the ablation: tables in global, no task records) */
     C.tables_in_smem = v->table_smem && !o->computed_dispatch;
     C.tables_off = v->dyn_smem;
-    unsigned ring_off = 0, ring = stream_ring(v, b->sched, b->nworkers, &ring_off);
     C.stream_ring_off = ring ? ring_off : 0;
     C.stream_ring_bytes = ring;
     C.tmaps = (const void *)(uintptr_t)tmap_table;
@@ -792,8 +720,7 @@ static void cuda_release(evt_module *m)
     free(rt->tens);
     free(rt->tens_src);
     free(rt->last_tref);
-    free(rt->tmap_host);
-    free(rt->tmap_ref);
+    evt_tmaps_free(&rt->tmt);
     free(rt);
     m->rt = NULL;
 }

@@ -8,9 +8,10 @@
  * 8, 16, 32 and 64 rows high, rows beyond the matrix read as zeros. The
  * launch's table holds EVT_TMA_BOXES maps per tensor in tensor order;
  * evt_tensor_ref.tmap says which tensors have them (-1: none). Encoding is
- * host work only (no device call); cuda.c re-encodes a tensor's maps when its
- * address or shape changes.
+ * host work only (no device call); evt_tmaps_bind re-encodes a tensor's maps
+ * only when its address or shape changes, and cuda.c uploads the table.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "runtime/cuda_driver.h"
 #include "runtime/tmaps.h"
@@ -35,4 +36,43 @@ int evt_tmaps_encode(const evt_tensor_ref *t, unsigned char out[EVT_TMA_BOXES * 
         }
     }
     return 1;
+}
+
+int evt_tmaps_bind(evt_tmap_table *t, evt_tensor_ref *tr, int n, int want, int *any)
+{
+    *any = 0;
+    for (int i = 0; i < n; i++) tr[i].tmap = -1;
+    if (!want || !evt_cuda_g.cu.TensorMapEncodeTiled || n < 1) return 0;
+    const size_t per = EVT_TMA_BOXES * EVT_TMA_MAP_BYTES;
+    int changed = 0;
+    if (t->n != n) {
+        evt_tmaps_free(t);
+        t->host = calloc((size_t)n, per);
+        t->ref = calloc((size_t)n, sizeof *t->ref);
+        if (!t->host || !t->ref) { evt_tmaps_free(t); return -1; }
+        for (int i = 0; i < n; i++) t->ref[i].tmap = -2;
+        t->n = n;
+    }
+    for (int i = 0; i < n; i++) {
+        evt_tensor_ref *old = &t->ref[i];
+        int same = old->tmap != -2 && old->ptr == tr[i].ptr && !memcmp(old->dim, tr[i].dim, sizeof tr[i].dim) &&
+                   old->rank == tr[i].rank && old->dtype == tr[i].dtype;
+        if (!same) {
+            *old = tr[i];
+            old->tmap = evt_tmaps_encode(&tr[i], t->host + (size_t)i * per) ? i : -1;
+            changed = 1;
+        }
+        tr[i].tmap = old->tmap;
+        *any |= tr[i].tmap >= 0;
+    }
+    return changed;
+}
+
+void evt_tmaps_free(evt_tmap_table *t)
+{
+    free(t->host);
+    free(t->ref);
+    t->host = NULL;
+    t->ref = NULL;
+    t->n = 0;
 }

@@ -1,0 +1,23 @@
+/* cuda_smem.h — where a CUDA launch's shared-memory rings go (cuda_smem.c). */
+#ifndef EVT_RUNTIME_CUDA_SMEM_H
+#define EVT_RUNTIME_CUDA_SMEM_H
+#include "runtime/module.h"
+
+/* The weight stream's ring (evt_stream.h) for a persistent launch of
+ * nworkers blocks: static and hybrid schedules of a module with streaming
+ * calls. After the tiles' dynamic shared memory and the launch tables
+ * (128-byte aligned, at *off), what is left of a block's share of the SM, at
+ * most $EVT_STREAM_RING bytes (default 192 KiB; 0: no ring). Its size; 0:
+ * none (also under 8 KiB: too few rows to pay for the pump). */
+unsigned evt_cuda_stream_ring(const evt_variant *v, evt_sched_kind sched, int nworkers, unsigned *off);
+
+/* The tiles' TMA ring (src/tiles/llm_tma.cuh) for a launch with
+ * blocks_per_sm blocks on an SM: at the same place (1024-byte aligned, at
+ * *off), what is left of a block's share, at most the tiles' request
+ * (evt_variant.tma_ring_want) and the run's cap (o->tma_ring, or
+ * $EVT_TMA_RING bytes when set). Its size; 0: none (no request or cap, no
+ * TMA in the driver, before sm_90, or under 64 KiB: two stages of the
+ * largest GEMV tile). */
+unsigned evt_cuda_tma_ring(const evt_variant *v, const evt_run_opts *o, int blocks_per_sm, unsigned *off);
+
+#endif
