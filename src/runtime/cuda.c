@@ -127,6 +127,16 @@ static evt_status cuda_build(evt_module *m, evt_variant *v, evt_diag *d)
     return EVT_OK;
 }
 
+/* The module's exported unsigned `name` into *out (0 when it has none). */
+static CUresult module_u32(CUmodule mod, const char *name, unsigned *out)
+{
+    CUdeviceptr gp;
+    size_t gsz = 0;
+    *out = 0;
+    if (evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, name) || gsz != sizeof *out) return CUDA_SUCCESS;
+    return evt_cuda_g.cu.MemcpyDtoH(out, gp, sizeof *out);
+}
+
 /* Loads the cubin. Without a driver the load is deferred to the first launch
  * (which then reports EVT_ERR_NO_DEVICE), so modules can be built and saved
  * on machines without a GPU. */
@@ -147,15 +157,17 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
         evt_cuda_g.cu.ModuleUnload(mod);
         return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cubin has no evt_call_kernel (%s): rebuild it", evt_cu_name(r));
     }
-    /* the dynamic shared memory the tiles need (evt_emit_cuda exports it) */
-    unsigned dyn = 0;
-    CUdeviceptr gp;
-    size_t gsz = 0;
-    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_dyn_smem_bytes") && gsz == sizeof dyn &&
-        (r = evt_cuda_g.cu.MemcpyDtoH(&dyn, gp, sizeof dyn))) {
-        evt_cuda_g.cu.ModuleUnload(mod);
-        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_dyn_smem_bytes", evt_cu_name(r));
-    }
+    /* what the generated code exports (evt_emit_cuda; an absent one reads 0):
+       the dynamic shared memory the tiles need, the calls that stream their
+       weights, the launch tables' bytes, the TMA ring the tiles may fill */
+    unsigned dyn = 0, streams = 0, tables = 0, tma = 0;
+    const char *names[] = {"evt_dyn_smem_bytes", "evt_stream_calls", "evt_table_smem_bytes", "evt_tma_ring_want"};
+    unsigned *vals[] = {&dyn, &streams, &tables, &tma};
+    for (int k = 0; k < 4; k++)
+        if ((r = module_u32(mod, names[k], vals[k]))) {
+            evt_cuda_g.cu.ModuleUnload(mod);
+            return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading %s", evt_cu_name(r), names[k]);
+        }
     if (dyn && ((r = evt_cuda_g.cu.FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn)) ||
                 (r = evt_cuda_g.cu.FuncSetAttribute(call_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn)))) {
         evt_cuda_g.cu.ModuleUnload(mod);
@@ -163,46 +175,27 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
                               "the kernel needs %u bytes of dynamic shared memory per block, more than %s allows (%s): "
                               "lower the tiles' need (EVT_TILES_DYN_SMEM, an operator's smem_bytes)", dyn, evt_cuda_g.name, evt_cu_name(r));
     }
-    v->handle = mod;
-    v->entry = fn;
-    v->call_entry = call_fn;
-    v->dyn_smem = dyn;
-    unsigned streams = 0;
-    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_stream_calls") && gsz == sizeof streams &&
-        (r = evt_cuda_g.cu.MemcpyDtoH(&streams, gp, sizeof streams))) {
-        evt_cuda_g.cu.ModuleUnload(mod);
-        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_stream_calls", evt_cu_name(r));
-    }
-    v->stream_calls = streams;
     int static_smem = 0;
     if ((r = evt_cuda_g.cu.FuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn))) {
         evt_cuda_g.cu.ModuleUnload(mod);
         return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading the kernel's static shared memory", evt_cu_name(r));
     }
-    v->static_smem = (unsigned)static_smem;
     /* the persistent kernel's copy of the launch tables (tensor references,
-       grid extents, call id rows), after the tiles' (the weight stream's ring
-       follows them, cuda_smem.c): read by
-       every task's dispatch, so shared memory beats a chain of L2 round
-       trips; when the device cannot give that much, they stay in global */
-    unsigned tables = 0;
-    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_table_smem_bytes") && gsz == sizeof tables &&
-        (r = evt_cuda_g.cu.MemcpyDtoH(&tables, gp, sizeof tables))) {
-        evt_cuda_g.cu.ModuleUnload(mod);
-        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_table_smem_bytes", evt_cu_name(r));
-    }
+       grid extents, call id rows), after the tiles' (the rings follow them,
+       cuda_smem.c): read by every task's dispatch, so shared memory beats a
+       chain of L2 round trips; when the device cannot give that much, they
+       stay in global */
     if (tables && evt_cuda_g.cu.FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)(dyn + tables)))
         tables = 0;
+    v->handle = mod;
+    v->entry = fn;
+    v->call_entry = call_fn;
+    v->dyn_smem = dyn;
+    v->stream_calls = streams;
+    v->static_smem = (unsigned)static_smem;
     v->table_smem = tables;
     v->dyn_attr = dyn + tables;
     v->call_attr = dyn;
-    /* the TMA ring the tiles may fill (llm_tma.cuh; 0 unless a tile header asks) */
-    unsigned tma = 0;
-    if (!evt_cuda_g.cu.ModuleGetGlobal(&gp, &gsz, mod, "evt_tma_ring_want") && gsz == sizeof tma &&
-        (r = evt_cuda_g.cu.MemcpyDtoH(&tma, gp, sizeof tma))) {
-        evt_cuda_g.cu.ModuleUnload(mod);
-        return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading evt_tma_ring_want", evt_cu_name(r));
-    }
     v->tma_ring_want = tma;
     return EVT_OK;
 }
