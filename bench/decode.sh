@@ -40,10 +40,9 @@ EXTRA=${EXTRA:-}
 TAG=$(echo "$EXTRA" | tr -c 'a-zA-Z0-9\n' _)
 T0=$(date +%s)
 left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
-make -j16 build/evtc > "$LOG/decode_build.log" 2>&1 || { echo "build failed"; tail -20 "$LOG/decode_build.log"; exit 1; }
+make -j16 build/evtc build/libevtc.a > "$LOG/decode_build.log" 2>&1 || { echo "build failed"; tail -20 "$LOG/decode_build.log"; exit 1; }
 if [ ! -x build/tilebench ]; then
-    cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -c src/tiles/llm.c -o build/tilebench_llm.o
-    nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Isrc -Iinclude bench/tiles/tilebench.cu build/tilebench_llm.o \
+    nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Isrc -Iinclude bench/tiles/tilebench.cu build/libevtc.a \
         -o build/tilebench -lm >> "$LOG/decode_build.log" 2>&1 || { echo "tilebench build failed"; exit 1; }
 fi
 DEV=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)

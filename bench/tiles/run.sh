@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 mkdir -p build
-cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -c src/tiles/llm.c -o build/tilebench_llm.o
-nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -Isrc -Iinclude bench/tiles/tilebench.cu build/tilebench_llm.o \
+make -s build/libevtc.a # the C references (src/tiles/llm.c) and the runtime's TMA maps (src/runtime/tmaps.c)
+nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -Isrc -Iinclude bench/tiles/tilebench.cu build/libevtc.a \
     -o build/tilebench -lm
 exec build/tilebench "$@"

@@ -16,8 +16,6 @@
  *
  *   bench/tiles/run.sh [B...]       build + run (needs a GPU)
  */
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -31,11 +29,14 @@
 
 extern "C" {
 #include "tiles/tiles_cpu.h" /* the C references */
+#include "runtime/cuda_driver.h" /* evt_cuda_g: the runtime's driver entry points */
+#include "runtime/tmaps.h"       /* the runtime's TMA maps */
 }
 
+#undef CK /* (cuda_driver.h's, for driver calls) */
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
-enum { F32 = 0, BF16 = 1, I32 = 3 };
+enum { F32 = (int)EVT_F32, BF16 = (int)EVT_BF16, I32 = (int)EVT_I32 };
 typedef void (*cpu_fn)(const evt_task_args *);
 
 #ifndef EVT_TILES_DYN_SMEM
@@ -124,23 +125,15 @@ static void free_all(std::vector<Ten *> &ts)
 static double g_copy_gbs; /* (read + write) bytes / s of cudaMemcpy D2D */
 static int g_tma = 1;     /* give the GEMV tiles tensor maps and a ring (--no-tma: the register units) */
 
-/* The runtime's maps for a bf16 matrix (src/runtime/tmaps.c): boxes of 64 k
-   x box_rows rows, 128-byte swizzle. false: not encodable (the tile then
-   runs without). */
-static bool encode_map(void *ptr, int64_t rows, int64_t cols, int box_rows, evt_tmap *out)
+/* The runtime's own encoder (src/runtime/tmaps.c, from build/libevtc.a),
+   given the driver's entry point the CUDA runtime already resolved. */
+static void tmaps_init(void)
 {
-    static PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
-    if (!enc) {
-        cudaDriverEntryPointQueryResult q;
-        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&enc, 12000, cudaEnableDefault, &q));
-        if (q != cudaDriverEntryPointSuccess || !enc) { fprintf(stderr, "no cuTensorMapEncodeTiled\n"); exit(1); }
-    }
-    if (((uintptr_t)ptr & 15) || (cols * 2) % 16 || cols < 64) return false;
-    cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)cols * 2};
-    cuuint32_t box[2] = {64, (cuuint32_t)box_rows}, es[2] = {1, 1};
-    CUresult r = enc((CUtensorMap *)out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS;
+    if (evt_cuda_g.cu.TensorMapEncodeTiled) return;
+    cudaDriverEntryPointQueryResult q;
+    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&evt_cuda_g.cu.TensorMapEncodeTiled, 12000,
+                                        cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !evt_cuda_g.cu.TensorMapEncodeTiled) { fprintf(stderr, "no cuTensorMapEncodeTiled\n"); exit(1); }
 }
 
 struct Result { std::string op; int64_t tasks; double us, gbs, err; int ok; };
@@ -174,9 +167,14 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
         for (size_t i = 0; i < ts.size(); i++) {
             Ten *t = ts[i];
             evt_tmap m[EVT_TMA_BOXES];
-            bool ok = t->dtype == BF16 && t->rank == 2;
-            for (int b = 0; ok && b < EVT_TMA_BOXES; b++) ok = encode_map(t->weight ? t->copies[c] : t->d, t->dim[0], t->dim[1], 8 << b, &m[b]);
-            if (ok) {
+            evt_tensor_ref r;
+            memset(&r, 0, sizeof r);
+            r.ptr = t->weight ? t->copies[c] : t->d;
+            for (int k = 0; k < 4; k++) r.dim[k] = t->dim[k];
+            r.rank = (int16_t)t->rank;
+            r.dtype = (int16_t)t->dtype;
+            tmaps_init();
+            if (evt_tmaps_encode(&r, (unsigned char *)m)) {
                 map_of[(size_t)c * ts.size() + i] = (int)(maps.size() / EVT_TMA_BOXES);
                 maps.insert(maps.end(), m, m + EVT_TMA_BOXES);
             }

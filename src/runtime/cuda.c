@@ -512,8 +512,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     /* the shared-memory rings (cuda_smem.c): the weight stream's, or the TMA
        tiles' and the tensor maps */
     unsigned ring_off = 0, ring = evt_cuda_stream_ring(v, b->sched, b->nworkers, &ring_off), tma_off = 0;
-    int persistent = b->sched != EVT_SCHED_KBK && b->sched != EVT_SCHED_GRAPH;
-    unsigned tma = ring ? 0 : evt_cuda_tma_ring(v, o, persistent ? (b->nworkers + evt_cuda_g.sms - 1) / evt_cuda_g.sms : 1, &tma_off);
+    unsigned tma = ring ? 0 : evt_cuda_tma_ring(v, o, b->sched, b->nworkers, &tma_off);
     CUdeviceptr tmap_table = 0;
     if ((st = bind_tmaps(rt, tr, g->ntensors, tma > 0, &tmap_table, d))) { free(tr); return st; }
     if (!tmap_table) tma = 0;

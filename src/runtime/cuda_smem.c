@@ -36,14 +36,17 @@ unsigned evt_cuda_stream_ring(const evt_variant *v, evt_sched_kind sched, int nw
     return ring >= 8192 ? (unsigned)ring : 0;
 }
 
-unsigned evt_cuda_tma_ring(const evt_variant *v, const evt_run_opts *o, int blocks_per_sm, unsigned *off)
+unsigned evt_cuda_tma_ring(const evt_variant *v, const evt_run_opts *o, evt_sched_kind sched, int nworkers, unsigned *off)
 {
     *off = (v->dyn_smem + v->table_smem + 1023) & ~1023u;
     if (!v->tma_ring_want || !evt_cuda_g.cu.TensorMapEncodeTiled || evt_cuda_g.cc_major < 9) return 0;
     long cap = env_cap("EVT_TMA_RING", o->tma_ring);
     if (cap <= 0) return 0;
     if (cap > (long)v->tma_ring_want) cap = v->tma_ring_want;
-    long ring = block_share(blocks_per_sm) - (long)v->static_smem - (long)*off;
+    /* kernel by kernel (and its graph): blocks of their own, one per SM at
+       the tiles' register use */
+    int persistent = sched != EVT_SCHED_KBK && sched != EVT_SCHED_GRAPH;
+    long ring = block_share(persistent ? (nworkers + evt_cuda_g.sms - 1) / evt_cuda_g.sms : 1) - (long)v->static_smem - (long)*off;
     if (ring > cap) ring = cap;
     ring &= ~1023L;
     return ring >= 64 * 1024 ? (unsigned)ring : 0;

@@ -11,13 +11,14 @@
  * none (also under 8 KiB: too few rows to pay for the pump). */
 unsigned evt_cuda_stream_ring(const evt_variant *v, evt_sched_kind sched, int nworkers, unsigned *off);
 
-/* The tiles' TMA ring (src/tiles/llm_tma.cuh) for a launch with
- * blocks_per_sm blocks on an SM: at the same place (1024-byte aligned, at
+/* The tiles' TMA ring (src/tiles/llm_tma.cuh) for a launch of the schedule
+ * (persistent: nworkers blocks; kernel by kernel: one block per SM): at the
+ * same place (1024-byte aligned, at
  * *off), what is left of a block's share, at most the tiles' request
  * (evt_variant.tma_ring_want) and the run's cap (o->tma_ring, or
  * $EVT_TMA_RING bytes when set). Its size; 0: none (no request or cap, no
  * TMA in the driver, before sm_90, or under 64 KiB: two stages of the
  * largest GEMV tile). */
-unsigned evt_cuda_tma_ring(const evt_variant *v, const evt_run_opts *o, int blocks_per_sm, unsigned *off);
+unsigned evt_cuda_tma_ring(const evt_variant *v, const evt_run_opts *o, evt_sched_kind sched, int nworkers, unsigned *off);
 
 #endif

@@ -452,10 +452,8 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
         if constexpr (EARLY) evt_tile_wait(a);
         return;
     }
-    if constexpr (!NORM) {
-        bool stop = false; /* (an aborting launch: the dispatch stops after the tile either way) */
-        if (!(EVT_STREAM && a->stream > 0) && evt_llm_gemv_tma<MODE, EARLY>(a, n0, n1, &stop)) return;
-    }
+    if constexpr (!NORM)
+        if (!(EVT_STREAM && a->stream > 0) && evt_llm_gemv_tma<MODE, EARLY>(a, n0, n1)) return;
 #if EVT_STREAM
     /* the first ns rows of the band came through the weight stream (the
        worker's leader copied rows [n0, n0 + ns) of W, and of Wu for mlp_up,

@@ -111,7 +111,7 @@ __device__ __forceinline__ void evt_tma_wait(uint32_t bar, uint32_t par)
         if (spins > (1u << 28)) __trap();
     }
 }
-/* One 2-D box (64 k x 8 rows, 1 KiB) of map m at (k0, r0) into dst. */
+/* One 2-D box of map m (64 k x its height) at (k0, r0) into dst. */
 __device__ __forceinline__ void evt_tma_load(uint32_t dst, const evt_tmap *m, int k0, int r0, uint32_t bar)
 {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
@@ -125,7 +125,7 @@ __device__ __forceinline__ uint64_t evt_tma_desc(uint32_t addr)
 }
 __device__ __forceinline__ void evt_tma_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void evt_tma_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void evt_tma_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void evt_tma_wg_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 
 /* D (64 x N, f32, this thread's N / 2) += A (64 x 16) * B (N x 16)^T. */
 template <int N> __device__ __forceinline__ void evt_tma_wgmma(float *d, uint64_t da, uint64_t db);
@@ -260,10 +260,10 @@ __device__ __forceinline__ uint32_t evt_tma_rows_bytes(int rows)
     return b;
 }
 
-/* The task's rows [n0, n1): see the header. Returns true when the task must
-   stop (its waits ran in the tile and the launch is aborting). */
+/* The task's rows [n0, n1): see the header. An early-loads task whose waits
+   report an aborting launch leaves once its weight boxes have landed. */
 template <int MODE, int NT, bool EARLY>
-__device__ __forceinline__ bool evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
+__device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
     constexpr uint32_t WREG = NT * 128u, SLOT = 8192u + NW * WREG; /* a weight matrix's rows, a stage */
@@ -281,8 +281,15 @@ __device__ __forceinline__ bool evt_tma_gemv(const evt_task_args *a, const evt_t
     if (warp == EVT_TMA_PRODUCER_WARP) {
         /* lane 0 fills the ring: stage j = (pass p, k step ks) into slot s */
         if (lane == 0) {
-            int s = 0, ks = 0, p = 0, rows = R < NT ? R : NT;
-            uint32_t wbytes = NW * evt_tma_rows_bytes(rows), xbytes = 1024u << xbox;
+            int s, ks, p, rows;
+            uint32_t wbytes;
+            const uint32_t xbytes = 1024u << xbox;
+            auto first = [&]() { /* back to stage 0 */
+                s = ks = p = 0;
+                rows = R < NT ? R : NT;
+                wbytes = NW * evt_tma_rows_bytes(rows);
+            };
+            first();
             auto weights = [&]() {
                 const uint32_t dst = ring0 + (uint32_t)s * SLOT + 8192u, bar = full0 + 8 * s;
                 const int r0 = (int)n0 + p * NT;
@@ -311,12 +318,11 @@ __device__ __forceinline__ bool evt_tma_gemv(const evt_task_args *a, const evt_t
                 else evt_tma_arrive_expect(full0 + 8 * s, wbytes + xbytes);
                 weights();
             }
-            s = 0, ks = 0, p = 0, rows = R < NT ? R : NT, wbytes = NW * evt_tma_rows_bytes(rows);
-            bool stop = early && evt_tile_wait(a);
-            if (stop) { /* aborting: let the weight boxes land before leaving */
+            first();
+            if (early && evt_tile_wait(a)) { /* aborting: let the weight boxes land before leaving */
                 for (int j = 0; j < S; j++) evt_tma_arrive(full0 + 8 * j);
                 for (int j = 0; j < S; j++) evt_tma_wait(full0 + 8 * j, (phase >> j) & 1u);
-                return true;
+                return;
             }
             if (early) asm volatile("fence.proxy.async.global;" ::: "memory");
             for (int j = 0; j < S; j++, next()) {
@@ -338,13 +344,13 @@ __device__ __forceinline__ bool evt_tma_gemv(const evt_task_args *a, const evt_t
                reports them as missing waits) */
             for (int j = J - S; j < J; j++)
                 evt_tma_wait(empty0 + 8 * (j % S), ((phase >> (j % S)) ^ (uint32_t)(j / S)) & 1u);
-        } else if (early && evt_tile_wait(a)) {
-            return true;
+        } else if (early) {
+            evt_tile_wait(a); /* the other lanes meet warp 0's waits too */
         }
-        return false;
+        return;
     }
-    if (early && evt_tile_wait(a)) return true;
-    if (warp >= EVT_TMA_CONSUMER_WARPS) return false; /* warpgroup 1's other warps have nothing to do */
+    if (early && evt_tile_wait(a)) return;
+    if (warp >= EVT_TMA_CONSUMER_WARPS) return; /* warpgroup 1's other warps have nothing to do */
 
     /* warpgroup 0: D (64 batch rows x NT weight rows per matrix) += x W^T */
     float acc[NW][NT / 2];
@@ -364,7 +370,7 @@ __device__ __forceinline__ bool evt_tma_gemv(const evt_task_args *a, const evt_t
             if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], evt_tma_desc(xs + 32u * kk), evt_tma_desc(ws + WREG + 32u * kk));
         }
         evt_tma_wg_commit();
-        evt_tma_wg_wait<0>(); /* the slot's data is read: release it */
+        evt_tma_wg_wait_all(); /* the slot's data is read: release it */
         __syncwarp();
         if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
         if (++ks == KS) { /* the pass's rows are done */
@@ -396,13 +402,14 @@ __device__ __forceinline__ bool evt_tma_gemv(const evt_task_args *a, const evt_t
         for (int u = 0; u < S; u++) flip |= (uint32_t)(((J - 1 - u) / S + 1) & 1) << u;
         evt_tma_phase = phase ^ flip;
     }
-    return false;
 }
 
 /* Runs the task on this path when its shapes, maps and ring allow (see the
- * header); false: nothing was done, the caller runs the register units. */
+ * header); false: nothing was done, the caller runs the register units.
+ * (A launch aborting in the task's waits needs no report: the dispatch
+ * stops after the tile either way.) */
 template <int MODE, bool EARLY>
-__device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t n0, int64_t n1, bool *stop)
+__device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t n0, int64_t n1)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
     const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
@@ -421,7 +428,7 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
 #define EVT_TMA_TRY(NT)                                                                             \
     if (rows <= NT || NT == (NW == 2 ? 96 : 128)) {                                                 \
         if (a->tma_ring_bytes < 2 * (8192u + NW * NT * 128u)) return false;                         \
-        *stop = evt_tma_gemv<MODE, NT, EARLY>(a, io, n0, n1);                                       \
+        evt_tma_gemv<MODE, NT, EARLY>(a, io, n0, n1);                                               \
         return true;                                                                                \
     }
     EVT_TMA_TRY(16)

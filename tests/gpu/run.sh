@@ -164,8 +164,8 @@ say "== decode tiles against their C references (bench/tiles)"
 # Batches 1 and 8 take the small-batch GEMV, 16 and 64 the wider units.
 for flags in ""; do
     tb=${EVT_TILEBENCH:-build/tilebench_check}
-    if [ -n "${EVT_TILEBENCH:-}" ] || { cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -c src/tiles/llm.c -o build/tilebench_llm.o >> "$MAIN" 2>&1 &&
-       nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 $flags -Isrc -Iinclude bench/tiles/tilebench.cu build/tilebench_llm.o \
+    if [ -n "${EVT_TILEBENCH:-}" ] || {
+       nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 $flags -Isrc -Iinclude bench/tiles/tilebench.cu build/libevtc.a \
            -o $tb -lm >> "$MAIN" 2>&1; }; then
         # --splits 1: the one-split attention writes o itself (what large batches run)
         out=$($tb 1 8 16 64 2>&1; $tb 1 64 --splits 1 2>&1); echo "$out" >> "$MAIN"
