@@ -15,6 +15,11 @@
  * counted: CUDA events around back-to-back launches).
  *
  *   bench/tiles/run.sh [B...]       build + run (needs a GPU)
+ *   build/tilebench --linear N,K,T [--linear ...] B...
+ *                                   only `linear` over an N x K weight in T
+ *                                   tiles at each batch B (shapes the models
+ *                                   do not have: a split-K tile's rows and
+ *                                   k range, other tile counts)
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -68,6 +73,18 @@ static void launch_tile(unsigned nblocks, const evt_task_args *args)
     }
     tile_kernel<F><<<nblocks, 256, EVT_TILES_DYN_SMEM>>>(args);
 }
+
+/* -DTB_INLINE_GEMV: the GEMV tiles inlined into their kernels instead of
+   called (ptxas serialises the wgmmas of a called function, C7510): how much
+   the megakernel's call structure costs the TMA path */
+#ifdef TB_INLINE_GEMV
+__device__ __forceinline__ void tb_linear(const evt_task_args *a) { evt_llm_gemv<0, false>(a); }
+__device__ __forceinline__ void tb_linear_res(const evt_task_args *a) { evt_llm_gemv<1, false>(a); }
+__device__ __forceinline__ void tb_mlp_up(const evt_task_args *a) { evt_llm_gemv<2, false>(a); }
+#define linear_cuda tb_linear
+#define linear_res_cuda tb_linear_res
+#define mlp_up_cuda tb_mlp_up
+#endif
 
 static uint64_t rng = 88172645463325252ull;
 static inline uint32_t xr(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (uint32_t)(rng >> 11); }
@@ -410,9 +427,24 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     printf("KBK %s B=%lld ctx=%lld step_us=%.1f\n", s.name, (long long)B, (long long)ctx, layer_us * L + head_us);
 }
 
+/* --linear N,K,T: y[B, N] = x[B, K] W[N, K]^T in T ragged tiles of rows */
+struct LinearShape { int64_t N, K, T; };
+static void bench_linear(const LinearShape &l, int64_t B)
+{
+    printf("\n== linear N=%lld K=%lld T=%lld (%lld rows a tile), B=%lld ==\n", (long long)l.N, (long long)l.K, (long long)l.T,
+           (long long)((l.N + l.T - 1) / l.T), (long long)B);
+    std::vector<Ten *> ts;
+    float a = sqrtf(3.0f / (float)l.K);
+    mk(ts, "x", BF16, {B, l.K}, 0, -2, 2); mk(ts, "W", BF16, {l.N, l.K}, 0, -a, a, true); mk(ts, "y", BF16, {B, l.N}, 1, 0, 0);
+    Result r = run_op<linear_cuda>("linear", evt_tile_linear, ts, {l.T}, {l.T}, 12, 1e-2);
+    tally(r);
+    free_all(ts);
+}
+
 int main(int argc, char **argv)
 {
     std::vector<int64_t> Bs;
+    std::vector<LinearShape> linears;
     int only8b = 0, skip8b = 0, copy_only = 0;
     int64_t ctx = 512;
     for (int i = 1; i < argc; i++) {
@@ -421,6 +453,16 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--copy-only")) copy_only = 1;
         else if (!strcmp(argv[i], "--no-tma")) g_tma = 0;
+        else if (!strcmp(argv[i], "--linear") && i + 1 < argc) {
+            LinearShape l;
+            long long n, k, t;
+            if (sscanf(argv[++i], "%lld,%lld,%lld", &n, &k, &t) != 3 || n < 1 || k < 1 || t < 1 || t > n) {
+                fprintf(stderr, "--linear wants N,K,T with 1 <= T <= N\n");
+                return 2;
+            }
+            l.N = n; l.K = k; l.T = t;
+            linears.push_back(l);
+        }
         else if (!strcmp(argv[i], "--splits") && i + 1 < argc) {
             g_splits = atoll(argv[++i]);
             if (g_splits < 1) g_splits = 1;
@@ -452,6 +494,10 @@ int main(int argc, char **argv)
     if (copy_only) return 0;
     Shape s06 = {"qwen3-0.6b", 1024, 16, 8, 128, 3072, 151936}, s8 = {"qwen3-8b", 4096, 32, 8, 128, 12288, 151936};
     for (int64_t B : Bs) {
+        if (!linears.empty()) {
+            for (const LinearShape &l : linears) bench_linear(l, B);
+            continue;
+        }
         if (!only8b) bench_shape(s06, B, ctx, 28);
         if (!skip8b) bench_shape(s8, B, ctx, 36);
     }
