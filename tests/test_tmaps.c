@@ -1,12 +1,14 @@
 /* test_tmaps.c — the TMA tensor maps' host side (src/runtime/tmaps.c), with
  * the driver's encoder replaced by a recorder (no GPU needed):
- *   - a bf16 matrix gets EVT_TMA_BOXES maps, in box order 8, 16, 32, 64 rows,
- *     64 elements wide, dims given innermost first (columns, rows), the row
- *     pitch in bytes, the 128-byte swizzle and zero fill, the map bytes the
- *     encoder wrote copied out;
+ *   - a bf16 matrix gets EVT_TMA_BOXES maps of its 3-D view (64 columns,
+ *     rows, 64-column chunks; dims innermost first, the row pitch and the
+ *     128-byte chunk pitch): boxes 64 elements wide, 8, 16, ..., 128 rows
+ *     high and 1, 2, 4 chunks deep in the order the device indexes them
+ *     (depth index x EVT_TMA_HEIGHTS + rows / 8 - 1), the 128-byte swizzle
+ *     and zero fill, the map bytes the encoder wrote copied out;
  *   - tensors TMA cannot address get none and zeroed bytes: another dtype,
- *     another rank, a misaligned base, a row pitch that is not a multiple of
- *     16 bytes, no address, no encoder (an old driver), an encoder failure
+ *     another rank, a misaligned base, rows that are not whole 64-column
+ *     chunks, no address, no encoder (an old driver), an encoder failure
  *     part-way (no half-filled table entry);
  *   - a launch's table (evt_tmaps_bind): each tensor's index, re-encoding
  *     only a tensor that moved or changed shape, nothing without a ring.
@@ -22,8 +24,8 @@
 static struct {
     int calls, fail_at;
     int dtype, swizzle, oob;
-    unsigned rank, box[EVT_TMA_BOXES][2];
-    unsigned long long dims[2], stride;
+    unsigned rank, box[EVT_TMA_BOXES][3];
+    unsigned long long dims[3], stride[2];
     void *addr;
 } rec;
 
@@ -35,8 +37,10 @@ static CUresult fake_encode(void *map, int dtype, unsigned rank, void *addr, con
     int k = rec.calls++;
     if (k == rec.fail_at) return 1;
     rec.dtype = dtype; rec.rank = rank; rec.addr = addr; rec.swizzle = swizzle; rec.oob = oob_fill;
-    rec.dims[0] = dims[0]; rec.dims[1] = dims[1]; rec.stride = strides[0];
-    if (k < EVT_TMA_BOXES) { rec.box[k][0] = box[0]; rec.box[k][1] = box[1]; }
+    for (unsigned d = 0; d < rank && d < 3; d++) rec.dims[d] = dims[d];
+    for (unsigned d = 0; d + 1 < rank && d < 2; d++) rec.stride[d] = strides[d];
+    if (k < EVT_TMA_BOXES)
+        for (unsigned d = 0; d < rank && d < 3; d++) rec.box[k][d] = box[d];
     memset(map, 0xA0 + k, EVT_TMA_MAP_BYTES);
     return 0;
 }
@@ -60,7 +64,7 @@ static int all_zero(void)
     return 1;
 }
 
-static void bf16_matrix_gets_four_boxes(void **state)
+static void bf16_matrix_gets_every_height_and_depth(void **state)
 {
     (void)state;
     memset(&rec, 0, sizeof rec);
@@ -69,17 +73,21 @@ static void bf16_matrix_gets_four_boxes(void **state)
     evt_tensor_ref t = matrix((void *)(uintptr_t)0x7000100, 12288, 4096, EVT_BF16);
     assert_int_equal(evt_tmaps_encode(&t, out), 1);
     assert_int_equal(rec.calls, EVT_TMA_BOXES);
-    assert_int_equal(rec.rank, 2);
+    assert_int_equal(rec.rank, 3);
     assert_int_equal(rec.dtype, 9);   /* CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 */
     assert_int_equal(rec.swizzle, 3); /* CU_TENSOR_MAP_SWIZZLE_128B: the wgmma operands' layout */
     assert_int_equal(rec.oob, 0);     /* rows past the matrix read as zeros */
     assert_ptr_equal(rec.addr, t.ptr);
-    assert_int_equal(rec.dims[0], 4096); /* innermost first */
+    assert_int_equal(rec.dims[0], 64); /* innermost first: a chunk's columns, rows, chunks */
     assert_int_equal(rec.dims[1], 12288);
-    assert_int_equal(rec.stride, 4096 * 2);
+    assert_int_equal(rec.dims[2], 4096 / 64);
+    assert_int_equal(rec.stride[0], 4096 * 2); /* the row pitch */
+    assert_int_equal(rec.stride[1], 128);      /* the chunk pitch */
+    assert_int_equal(EVT_TMA_BOXES, 48);
     for (int b = 0; b < EVT_TMA_BOXES; b++) {
         assert_int_equal(rec.box[b][0], 64); /* 128 bytes: one swizzle span */
-        assert_int_equal(rec.box[b][1], 8u << b);
+        assert_int_equal(rec.box[b][1], 8 * (b % EVT_TMA_HEIGHTS + 1));
+        assert_int_equal(rec.box[b][2], 1u << (b / EVT_TMA_HEIGHTS));
         assert_int_equal(out[b * EVT_TMA_MAP_BYTES], 0xA0 + b);
         assert_int_equal(out[b * EVT_TMA_MAP_BYTES + EVT_TMA_MAP_BYTES - 1], 0xA0 + b);
     }
@@ -93,6 +101,7 @@ static void unaddressable_tensors_get_none(void **state)
         {matrix((void *)(uintptr_t)0x7000100, 64, 64, EVT_F32), "f32"},
         {matrix((void *)(uintptr_t)0x7000108, 64, 64, EVT_BF16), "base not 16-byte aligned"},
         {matrix((void *)(uintptr_t)0x7000100, 64, 60, EVT_BF16), "120-byte rows"},
+        {matrix((void *)(uintptr_t)0x7000100, 64, 96, EVT_BF16), "1.5 chunks a row"},
         {matrix(NULL, 64, 64, EVT_BF16), "no address"},
         {matrix((void *)(uintptr_t)0x7000100, 0, 64, EVT_BF16), "no rows"},
     };
@@ -119,10 +128,10 @@ static void no_encoder_or_a_failure_leaves_none(void **state)
     assert_true(all_zero());
     evt_cuda_g.cu.TensorMapEncodeTiled = fake_encode;
     memset(&rec, 0, sizeof rec);
-    rec.fail_at = 2; /* the 32-row box is refused */
+    rec.fail_at = 20; /* the 40-row box two chunks deep is refused */
     memset(out, 0x55, sizeof out);
     assert_int_equal(evt_tmaps_encode(&t, out), 0);
-    assert_int_equal(rec.calls, 3);
+    assert_int_equal(rec.calls, 21);
     assert_true(all_zero());
     evt_cuda_g.cu.TensorMapEncodeTiled = NULL;
 }
@@ -161,6 +170,7 @@ static void table_reencodes_only_what_changed(void **state)
     assert_int_equal(evt_tmaps_bind(&tab, tr, 3, 1, &any), 1);
     assert_int_equal(rec.calls, 3 * EVT_TMA_BOXES);
     assert_int_equal(rec.dims[1], 32);
+    assert_int_equal(rec.dims[2], 4096 / 64);
     /* a launch without a ring: no maps, nothing encoded */
     assert_int_equal(evt_tmaps_bind(&tab, tr, 3, 0, &any), 0);
     assert_int_equal(any, 0);
@@ -175,7 +185,7 @@ static void table_reencodes_only_what_changed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bf16_matrix_gets_four_boxes),
+        cmocka_unit_test(bf16_matrix_gets_every_height_and_depth),
         cmocka_unit_test(unaddressable_tensors_get_none),
         cmocka_unit_test(no_encoder_or_a_failure_leaves_none),
         cmocka_unit_test(table_reencodes_only_what_changed),

@@ -28,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 13
+#define EVT_ABI_VERSION 14
 
 /* Task records: what a static queue entry's task needs before its tile,
  * resolved on the host at bind time for the bound shape, so that the
@@ -168,7 +168,7 @@ typedef struct evt_ctx {
     uint32_t stream_ring_bytes;  /*   and its size; 0: no task streams in this launch (evt_stream.h) */
     const evt_stream_job *sjob;  /* NULL, or the static workers' stream jobs, worker by worker */
     const int64_t *sjob_off;     /*   [static workers + 1]: worker w's are [sjob_off[w], sjob_off[w + 1]) */
-    const void *tmaps;           /* GPU: NULL, or the launch's TMA tensor maps, EVT_TMA_BOXES (4) per tensor
+    const void *tmaps;           /* GPU: NULL, or the launch's TMA tensor maps, EVT_TMA_BOXES (48) per tensor
                                     with a map (evt_tensor_ref.tmap), 128 bytes each (src/runtime/tmaps.c) */
     uint32_t tma_ring_off;       /* GPU: the TMA tiles' ring in dynamic shared memory (src/tiles/llm_tma.cuh): */
     uint32_t tma_ring_bytes;     /*   its byte offset and size; 0: none */

@@ -13,7 +13,13 @@
 #define EVT_ABI_MAX_RANK 4
 #define EVT_ABI_MAX_TENSORS 10 /* attn_rope_split takes 9 (registry.c refuses more) */
 #define EVT_ABI_MAX_INTS 8
-#define EVT_TMA_BOXES 4 /* TMA maps per tensor with one: boxes 64 columns x 8, 16, 32, 64 rows */
+/* TMA maps per tensor with one (src/runtime/tmaps.c): 3-D boxes of 64-column
+   chunks, EVT_TMA_HEIGHTS heights (8, 16, ..., 128 rows) x EVT_TMA_DEPTHS
+   depths (1, 2, 4 chunks); map index = depth index x EVT_TMA_HEIGHTS +
+   height / 8 - 1 */
+#define EVT_TMA_HEIGHTS 16
+#define EVT_TMA_DEPTHS 3
+#define EVT_TMA_BOXES (EVT_TMA_HEIGHTS * EVT_TMA_DEPTHS)
 #define EVT_TMA_MAP_BYTES 128
 
 typedef struct evt_tensor_ref {

@@ -2,11 +2,16 @@
  *
  * A tile that moves a matrix with the tensor copy engine needs a
  * CUtensorMap for it, encoded on the host by the driver. For every bf16
- * matrix (rank 2) whose base is 16-byte aligned and whose row pitch is a
- * multiple of 16 bytes, the runtime encodes EVT_TMA_BOXES maps: boxes 64
- * elements wide (128 bytes, the 128-byte swizzle the wgmma operands use) and
- * 8, 16, 32 and 64 rows high, rows beyond the matrix read as zeros. The
- * launch's table holds EVT_TMA_BOXES maps per tensor in tensor order;
+ * matrix (rank 2) whose base is 16-byte aligned and whose rows are whole
+ * 64-column chunks, the runtime encodes EVT_TMA_BOXES maps of the matrix
+ * seen as 3-D (64 columns, rows, chunks: the chunk stride is 128 bytes):
+ * boxes one chunk wide (128 bytes, the 128-byte swizzle the wgmma operands
+ * use), 8, 16, ..., 128 rows high and 1, 2 or 4 chunks deep, so that one box
+ * lands a stage's rows x (64, 128 or 256) columns as consecutive 64-column
+ * planes. Rows and chunks beyond the matrix read as zeros. Why 3-D: a box
+ * costs the copy engine about 0.2 us whatever its bytes (tiles alone, H200,
+ * bench/RESULTS.md session 25), so a stage moves in as few boxes as
+ * possible. The launch's table holds EVT_TMA_BOXES maps per tensor in tensor order;
  * evt_tensor_ref.tmap says which tensors have them (-1: none). Encoding is
  * host work only (no device call); evt_tmaps_bind re-encodes a tensor's maps
  * only when its address or shape changes, and cuda.c uploads the table.
@@ -24,12 +29,12 @@ int evt_tmaps_encode(const evt_tensor_ref *t, unsigned char out[EVT_TMA_BOXES * 
     memset(out, 0, EVT_TMA_BOXES * EVT_TMA_MAP_BYTES);
     if (!evt_cuda_g.cu.TensorMapEncodeTiled || t->dtype != EVT_BF16 || t->rank != 2 || !t->ptr) return 0;
     unsigned long long rows = (unsigned long long)t->dim[0], cols = (unsigned long long)t->dim[1];
-    if (!rows || !cols || ((uintptr_t)t->ptr & 15) || (cols * 2) % 16 || rows > (1ull << 31) || cols > (1ull << 31)) return 0;
-    unsigned long long dims[2] = {cols, rows}, strides[1] = {cols * 2};
-    unsigned elem[2] = {1, 1};
+    if (!rows || !cols || ((uintptr_t)t->ptr & 15) || cols % 64 || rows > (1ull << 31) || cols > (1ull << 31)) return 0;
+    unsigned long long dims[3] = {64, rows, cols / 64}, strides[2] = {cols * 2, 128};
+    unsigned elem[3] = {1, 1, 1};
     for (int b = 0; b < EVT_TMA_BOXES; b++) {
-        unsigned box[2] = {64, 8u << b};
-        if (evt_cuda_g.cu.TensorMapEncodeTiled(out + b * EVT_TMA_MAP_BYTES, TM_BF16, 2, t->ptr, dims, strides, box, elem,
+        unsigned box[3] = {64, 8u * (unsigned)(b % EVT_TMA_HEIGHTS + 1), 1u << (b / EVT_TMA_HEIGHTS)};
+        if (evt_cuda_g.cu.TensorMapEncodeTiled(out + b * EVT_TMA_MAP_BYTES, TM_BF16, 3, t->ptr, dims, strides, box, elem,
                                                TM_INTERLEAVE_NONE, TM_SWIZZLE_128B, TM_L2_256B, TM_OOB_ZERO) != CUDA_SUCCESS) {
             memset(out, 0, EVT_TMA_BOXES * EVT_TMA_MAP_BYTES);
             return 0;

@@ -15,10 +15,13 @@
  * [n0, n1) (llm.c's tile rows), b < B <= 64, as D = A * B^T with A = x
  * (M = 64 batch rows, K-major) and B = W (N = NT rows, K-major), both from
  * shared memory in the 128-byte swizzled layout TMA writes.
- *   - Stage: 64 k of x (one box of 8-64 rows covering B; rows past B read
- *     as zeros; 8 KiB reserved) and of each weight matrix's rows of the pass
- *     (boxes of 64, 32, 16, 8 rows, the largest that fits, the last one
- *     rounded up to 8 rows; NT rows reserved).
+ *   - Stage: U = 4, 2 or 1 chunks of 64 k (the most that divide K and leave
+ *     the ring two stages), moved as one 3-D box of x (8-64 rows covering B, rows
+ *     past B read as zeros) and one box per weight matrix (the pass's rows
+ *     rounded up to 8; src/runtime/tmaps.c encodes a map per height and
+ *     depth): a box lands its chunks as consecutive planes of rows x 128
+ *     bytes. Reserved per chunk: 8 KiB of x, NT rows per matrix (an operand
+ *     reads 64 x rows or NT weight rows from a plane's start).
  *   - Warpgroup 0 multiplies: accumulators NW x NT / 2 floats per thread.
  *     Reserved rows past the pass hold stale shared memory: their output
  *     columns are computed and dropped (a column of D depends on that row
@@ -36,17 +39,18 @@
  *   - x was written by other SMs with ordinary stores and acquired through
  *     the task's waits: the producer fences the async proxy once before its
  *     first x box.
- * Measured (tiles alone and decode, H200, bench/RESULTS.md session 24): the
- * products of a stage run one wgmma at a time (ptxas serialises wgmma in a
- * function that is called, and every tile is), and a stage costs about
- * 0.5 us whatever its rows, so the path pays for many-row tasks only
- * (EVT_TMA_MIN_ROWS); two warpgroups splitting K did not change that (34.8
- * vs 35.8 us for qwen3-8b's o at batch 64), nor did prefetching the maps.
+ * Measured (tiles alone, H200, bench/RESULTS.md sessions 24-25): the copy
+ * engine spends about 0.2 us per box whatever its bytes (4 KiB or 16 KiB;
+ * neither relaxed arrivals, the wgmmas inlined into the kernel, nor a deeper
+ * ring moved it), so a stage is as few boxes as possible: one 2-D box per 64
+ * k and matrix took qwen3-8b's o at batch 64 34.2 us, 3-D boxes of 4 chunks
+ * 20.8 (register units 27.9). ptxas serialises the wgmmas of a called
+ * function (C7510); inlined they measured the same.
  * Shapes it takes (else the register units run): no fused norm, batch
  * EVT_TMA_MIN_B..64, K % 64 == 0, enough rows, maps for x and the weights
- * (the runtime encodes EVT_TMA_BOXES per bf16 matrix with 16-byte rows:
- * src/runtime/tmaps.c), a ring of at least two stages (evt_run_opts.tma_ring;
- * evtc decode reserves 96 KiB from batch 49: more shrinks L1 and slows the
+ * (the runtime encodes EVT_TMA_BOXES per bf16 matrix of whole 64-column
+ * chunks: src/runtime/tmaps.c), a ring of at least two one-chunk stages
+ * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB from batch 49: more shrinks L1 and slows the
  * other tiles, less holds too few stages). */
 #ifndef EVT_TILE_LLM_TMA_CUH
 #define EVT_TILE_LLM_TMA_CUH
@@ -55,21 +59,23 @@
 #define EVT_TMA_MAX_STAGES 8
 #endif
 #ifndef EVT_TMA_MIN_B
-#define EVT_TMA_MIN_B 17 /* smaller batches keep the register units (tiles alone, H200, session 24:
-                            at batch 1-16 the ring lost on every shape) */
+#define EVT_TMA_MIN_B 17 /* smaller batches keep the register units (tiles alone, H200: at batch 1-16
+                            the path lost on every shape in session 24, and with 3-D boxes in session
+                            25, e.g. qwen3-8b's o at batch 1 19.7 vs 13.6 us) */
 #endif
 #ifndef EVT_TMA_MIN_ROWS
-#define EVT_TMA_MIN_ROWS 64 /* weight rows x matrices per task at least (EVT_TMA_MIN_ROWS_B48 above 48
-                               batch rows): a stage's products run one wgmma at a time (ptxas
-                               serialises wgmma in a called function, and a tile is one), about
-                               0.5 us per 64 k, so few-row tasks stay on the register units. Tiles
-                               alone, H200 (session 24): qwen3-8b's gate + up (93 rows x 2) and the
-                               LM heads (1151 rows) gain at batch 17-64; its QKV (47 rows) gains at
-                               64 (45.9 -> 35.6 us) but loses at 32 (26.5 -> 35.4); o and down (31
-                               rows, qwen3-0.6b's 8) lose everywhere */
+#define EVT_TMA_MIN_ROWS 64 /* weight rows x matrices per task at least, batch 17-48 (EVT_TMA_MIN_ROWS_B48
+                               above): tiles alone, H200, 96 KiB ring (session 25), the path against the
+                               register units at batch 32: qwen3-8b gate + up (93 x 2 rows) 64.3 vs 68.6
+                               us, LM heads 371 vs 514 (8b) and 133 vs 144 (0.6b); o and down (31 rows)
+                               23.0 vs 19.3 and 52.4 vs 41.1, QKV (47) 26.6 vs 26.5, qwen3-0.6b's QKV,
+                               o, gate + up and down all lose */
 #endif
 #ifndef EVT_TMA_MIN_ROWS_B48
-#define EVT_TMA_MIN_ROWS_B48 47
+#define EVT_TMA_MIN_ROWS_B48 16 /* at batch 49-64: qwen3-8b QKV 27.3 vs 45.3 us, o 23.7 vs 28.6, down 56.7
+                                   vs 65.0, gate + up 66.0 vs 101.7; qwen3-0.6b QKV (31 rows) 11.2 vs
+                                   14.3, gate + up (23 x 2) 15.2 vs 16.4, but o and down (8 rows) 13.4 vs
+                                   11.2 and 16.9 vs 13.5 */
 #endif
 #ifndef EVT_TILES_TMA_RING
 #define EVT_TILES_TMA_RING (160u * 1024u) /* shared memory the runtime reserves for the ring, at most */
@@ -111,11 +117,13 @@ __device__ __forceinline__ void evt_tma_wait(uint32_t bar, uint32_t par)
         if (spins > (1u << 28)) __trap();
     }
 }
-/* One 2-D box of map m (64 k x its height) at (k0, r0) into dst. */
-__device__ __forceinline__ void evt_tma_load(uint32_t dst, const evt_tmap *m, int k0, int r0, uint32_t bar)
+/* One 3-D box of map m (64 k x its rows x its chunks of 64 k) at row r0,
+   chunk c0 into dst: the chunks land as consecutive planes of rows x 128
+   bytes. */
+__device__ __forceinline__ void evt_tma_load3(uint32_t dst, const evt_tmap *m, int r0, int c0, uint32_t bar)
 {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(dst), "l"(m), "r"(k0), "r"(r0), "r"(bar) : "memory");
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(dst), "l"(m), "r"(0), "r"(r0), "r"(c0), "r"(bar) : "memory");
 }
 /* Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups
    1024 bytes apart (the layout of the boxes above, 1024-byte aligned). */
@@ -235,30 +243,13 @@ __device__ __forceinline__ void evt_tma_worker_begin()
 #undef EVT_TILES_WORKER_BEGIN
 #define EVT_TILES_WORKER_BEGIN() evt_tma_worker_begin()
 
-/* What the task's product needs: the maps (EVT_TMA_BOXES per tensor, box
-   heights 8 << i) and the ring. */
+/* What the task's product needs: the maps (EVT_TMA_BOXES per tensor: depth
+   index x EVT_TMA_HEIGHTS + rows / 8 - 1) and the ring. */
 struct evt_tma_io {
     const evt_tmap *mx, *mw0, *mw1;
     unsigned char *ring;
     uint32_t ring_bytes;
 };
-
-/* The boxes of `rows` rows from r0: the largest height that fits, the last
-   one rounded up to 8 rows. Calls f(height index, row offset). */
-template <typename F> __device__ __forceinline__ void evt_tma_boxes(int rows, F f)
-{
-    for (int r = 0; r < rows;) {
-        int left = rows - r, i = left >= 64 ? 3 : left >= 32 ? 2 : left >= 16 ? 1 : 0;
-        f(i, r);
-        r += 8 << i;
-    }
-}
-__device__ __forceinline__ uint32_t evt_tma_rows_bytes(int rows)
-{
-    uint32_t b = 0;
-    evt_tma_boxes(rows, [&](int i, int) { b += 1024u << i; });
-    return b;
-}
 
 /* The task's rows [n0, n1): see the header. An early-loads task whose waits
    report an aborting launch leaves once its weight boxes have landed. */
@@ -266,45 +257,54 @@ template <int MODE, int NT, bool EARLY>
 __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
-    constexpr uint32_t WREG = NT * 128u, SLOT = 8192u + NW * WREG; /* a weight matrix's rows, a stage */
+    constexpr uint32_t WREG = NT * 128u, XREG = 8192u; /* reserved per chunk: a matrix's rows, x's 64 rows */
     const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
-    const int R = (int)(n1 - n0), npass = (R + NT - 1) / NT, J = npass * KS;
+    /* chunks per stage: 4, 2 or 1, the most that divide K and leave the ring
+       two stages */
+    int di = EVT_TMA_DEPTHS - 1;
+    while (di > 0 && (KS % (1 << di) || io.ring_bytes < 2u * (1u << di) * (XREG + NW * WREG))) di--;
+    const int U = 1 << di;
+    const uint32_t SLOT = (uint32_t)U * (XREG + NW * WREG); /* x's planes, then each matrix's */
+    const int KT = KS / U; /* stages per pass */
+    const int R = (int)(n1 - n0), npass = (R + NT - 1) / NT, J = npass * KT;
     int S = (int)(io.ring_bytes / SLOT);
     if (S > EVT_TMA_MAX_STAGES) S = EVT_TMA_MAX_STAGES;
     if (S > J) S = J;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint32_t full0 = evt_tma_saddr(evt_tma_bar), empty0 = full0 + 8 * EVT_TMA_MAX_STAGES, ring0 = evt_tma_saddr(io.ring);
     const uint32_t phase = evt_tma_phase; /* written by the previous task before the dispatch's barrier */
-    const int xbox = B <= 8 ? 0 : B <= 16 ? 1 : B <= 32 ? 2 : 3;
+    const int xrows = B <= 8 ? 8 : B <= 16 ? 16 : B <= 32 ? 32 : 64; /* x's box: rows past B read as zeros */
+    const evt_tmap *mx = io.mx + di * EVT_TMA_HEIGHTS + (xrows / 8 - 1);
     const bool early = EARLY && a->wait_in_tile;
 
     if (warp == EVT_TMA_PRODUCER_WARP) {
-        /* lane 0 fills the ring: stage j = (pass p, k step ks) into slot s */
+        /* lane 0 fills the ring: stage j = (pass p, k stage kt) into slot s */
         if (lane == 0) {
-            int s, ks, p, rows;
+            int s, kt, p, rows8;
             uint32_t wbytes;
-            const uint32_t xbytes = 1024u << xbox;
+            const uint32_t xbytes = (uint32_t)U * xrows * 128u;
+            auto pass_rows = [&]() {
+                rows8 = ((R - p * NT < NT ? R - p * NT : NT) + 7) & ~7;
+                wbytes = (uint32_t)(U * NW * rows8) * 128u;
+            };
             auto first = [&]() { /* back to stage 0 */
-                s = ks = p = 0;
-                rows = R < NT ? R : NT;
-                wbytes = NW * evt_tma_rows_bytes(rows);
+                s = kt = p = 0;
+                pass_rows();
             };
             first();
-            auto weights = [&]() {
-                const uint32_t dst = ring0 + (uint32_t)s * SLOT + 8192u, bar = full0 + 8 * s;
-                const int r0 = (int)n0 + p * NT;
-                evt_tma_boxes(rows, [&](int i, int r) {
-                    evt_tma_load(dst + 128u * r, io.mw0 + i, ks * 64, r0 + r, bar);
-                    if (NW == 2) evt_tma_load(dst + WREG + 128u * r, io.mw1 + i, ks * 64, r0 + r, bar);
-                });
+            auto weights = [&]() { /* one box per matrix: the pass's rows x U chunks */
+                const uint32_t dst = ring0 + (uint32_t)s * SLOT + (uint32_t)U * XREG, bar = full0 + 8 * s;
+                const int r0 = (int)n0 + p * NT, m = di * EVT_TMA_HEIGHTS + rows8 / 8 - 1;
+                evt_tma_load3(dst, io.mw0 + m, r0, kt * U, bar);
+                if (NW == 2) evt_tma_load3(dst + (uint32_t)U * WREG, io.mw1 + m, r0, kt * U, bar);
             };
+            auto xs = [&]() { evt_tma_load3(ring0 + (uint32_t)s * SLOT, mx, 0, kt * U, full0 + 8 * s); };
             auto next = [&]() {
                 if (++s == S) s = 0;
-                if (++ks == KS) {
-                    ks = 0;
+                if (++kt == KT) {
+                    kt = 0;
                     p++;
-                    rows = R - p * NT < NT ? R - p * NT : NT;
-                    wbytes = NW * evt_tma_rows_bytes(rows);
+                    pass_rows();
                 }
             };
             /* x came through the waits (ordinary stores on other SMs,
@@ -327,7 +327,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             if (early) asm volatile("fence.proxy.async.global;" ::: "memory");
             for (int j = 0; j < S; j++, next()) {
                 if (early) evt_tma_arrive_expect(full0 + 8 * s, xbytes);
-                evt_tma_load(ring0 + (uint32_t)s * SLOT, io.mx + xbox, ks * 64, 0, full0 + 8 * s);
+                xs();
             }
             /* then each stage once its slot's previous fill is released */
             uint32_t par = phase;
@@ -336,7 +336,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
                 evt_tma_wait(empty0 + 8 * s, par >> s & 1u);
                 evt_tma_arrive_expect(full0 + 8 * s, wbytes + xbytes);
                 weights();
-                evt_tma_load(ring0 + (uint32_t)s * SLOT, io.mx + xbox, ks * 64, 0, full0 + 8 * s);
+                xs();
             }
             /* the tail: wait for the releases of the last S stages too, so
                that every phase of an empty barrier has its waiter (the
@@ -358,22 +358,29 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     for (int q = 0; q < NW; q++)
 #pragma unroll
         for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
-    int s = 0, ks = 0, p = 0;
+    int s = 0, kt = 0, p = 0;
     uint32_t par = phase;
     for (int j = 0; j < J; j++) {
         evt_tma_wait(full0 + 8 * s, par >> s & 1u);
-        const uint32_t xs = ring0 + (uint32_t)s * SLOT, ws = xs + 8192u;
+        const uint32_t xs = ring0 + (uint32_t)s * SLOT, ws = xs + (uint32_t)U * XREG;
+        /* a box's chunk planes lie its rows apart; the operands read NT
+           (64) rows from each plane's start, past the box into the next
+           plane or the next region (stale rows: dropped columns and rows) */
+        const uint32_t xp = (uint32_t)xrows * 128u, wp = (uint32_t)(((R - p * NT < NT ? R - p * NT : NT) + 7) & ~7) * 128u;
         evt_tma_wg_fence();
+        for (int u = 0; u < U; u++) {
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            evt_tma_wgmma<NT>(acc[0], evt_tma_desc(xs + 32u * kk), evt_tma_desc(ws + 32u * kk));
-            if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], evt_tma_desc(xs + 32u * kk), evt_tma_desc(ws + WREG + 32u * kk));
+            for (int kk = 0; kk < 4; kk++) {
+                const uint64_t dx = evt_tma_desc(xs + (uint32_t)u * xp + 32u * kk);
+                evt_tma_wgmma<NT>(acc[0], dx, evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk));
+                if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], dx, evt_tma_desc(ws + (uint32_t)U * WREG + (uint32_t)u * wp + 32u * kk));
+            }
         }
         evt_tma_wg_commit();
         evt_tma_wg_wait_all(); /* the slot's data is read: release it */
         __syncwarp();
         if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
-        if (++ks == KS) { /* the pass's rows are done */
+        if (++kt == KT) { /* the pass's rows are done */
             const int64_t rw = n0 + (int64_t)p * NT;
             const int mine = (int)(n1 - rw < NT ? n1 - rw : NT);
 #pragma unroll
@@ -385,7 +392,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             for (int q = 0; q < NW; q++)
 #pragma unroll
                 for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
-            ks = 0;
+            kt = 0;
             p++;
         }
         if (++s == S) {

@@ -49,8 +49,12 @@
 # second pass of 36 rows) the QKV (47 rows), gate + up (93 x 2) and the LM
 # head (1151), with early loads (the weight boxes before warp 0's waits);
 # uneven-b20-tma: gate + up and the LM head at 20 rows (the x box of 32 rows
-# past the batch read as zeros); mid-b64: the LM head only; the notma case
-# the register units at 64.
+# past the batch read as zeros); mid-b64: QKV (31 rows), gate + up (23 x 2)
+# and the LM head; the notma case the register units at 64;
+# uneven-b64-tiles33 (33 tiles a call): o and down at 31 rows (the residual
+# form, qwen3-8b's o and down shapes), QKV in two passes of 128 rows, gate +
+# up in four of 96. A stage moves 1, 2 or 4 chunks of 64 k in one 3-D box
+# per matrix (as many as leave the 96 KiB ring two stages).
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -121,5 +125,6 @@ run_case uneven-b12-page12 tests/gpu/qwen3-uneven.json 12 40 2 --page 12
 run_case uneven-b20-tma tests/gpu/qwen3-uneven.json 20 40 2 --tma-ring 98304
 run_case uneven-b64-notma tests/gpu/qwen3-uneven.json 64 40 2 --tma-ring 0
 run_case mid-b64 tests/gpu/qwen3-mid.json 64 33 2
+run_case uneven-b64-tiles33 tests/gpu/qwen3-uneven.json 64 40 2 --tiles 33
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
