@@ -45,9 +45,9 @@
 # merge_last at b4; 2 and 4 q heads per kv head).
 # The GEMV tiles take the TMA + wgmma path (src/tiles/llm_tma.cuh) where the
 # run reserves a TMA ring (evtc decode: from batch 49, or --tma-ring) and a
-# task has enough weight rows: at 64 (uneven-b64, -b64-attn-rs, -b100's
-# second pass of 36 rows) the QKV (47 rows), gate + up (93 x 2) and the LM
-# head (1151), with early loads (the weight boxes before warp 0's waits);
+# task has enough weight rows (batches 17-64; above 64, as in uneven-b100,
+# the register units run): at 64 (uneven-b64, -b64-attn-rs) the QKV (47
+# rows), gate + up (93 x 2) and the LM head, with early loads (the weight boxes before warp 0's waits);
 # uneven-b20-tma: gate + up and the LM head at 20 rows (the x box of 32 rows
 # past the batch read as zeros); mid-b64: QKV (31 rows), gate + up (23 x 2)
 # and the LM head; the notma case the register units at 64;
