@@ -22,7 +22,7 @@ static double fb(uint16_t h) { return evt_bf16_to_f32(h); }
 
 static evt_tensor_ref ref(void *p, int rank, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
 {
-    evt_tensor_ref r = {p, {d0, d1, d2, d3}, rank, 0};
+    evt_tensor_ref r = {p, {d0, d1, d2, d3}, rank, 0, -1};
     return r;
 }
 
@@ -602,6 +602,23 @@ static void check_tolerance(void **state)
     assert_true(evt_decode_check_rtol(128) < 0.5);
 }
 
+/* evtc decode's TMA ring: the request when given, else 96 KiB exactly at the
+   batches whose GEMV tasks gain from it (49-64; none above 64, where no task
+   takes the path, nor below 49, where the smaller L1 costs what it saves) */
+static void decode_tma_ring_policy(void **state)
+{
+    (void)state;
+    assert_int_equal(evt_decode_tma_ring(1, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(48, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(49, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(64, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(65, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(128, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(64, -1), -1);      /* --tma-ring 0 */
+    assert_int_equal(evt_decode_tma_ring(8, 65536), 65536); /* --tma-ring 65536 */
+    assert_int_equal(evt_decode_tma_ring(100, 98304), 98304);
+}
+
 static void tiny_decode(void **state)
 {
     (void)state;
@@ -723,6 +740,7 @@ int main(void)
         cmocka_unit_test(config_and_program),
         cmocka_unit_test(reduction_tasks),
         cmocka_unit_test(check_tolerance),
+        cmocka_unit_test(decode_tma_ring_policy),
         cmocka_unit_test(tiny_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -79,11 +79,17 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 /* ---- the decode driver ------------------------------------------------ */
 
 #define EVT_DECODE_MAX_ALSO 8
-/* evt_decode's default TMA ring (evt_run_opts.tma_ring) from this batch size:
-   the GEMV tiles take the TMA path from batch 17 (src/tiles/llm_tma.cuh), but at
-   17-48 the smaller L1 costs what it saves (qwen3-8b B=32 8.692 -> 8.700 ms, H200) */
+/* evt_decode's default TMA ring (evt_run_opts.tma_ring) at batches
+   EVT_DECODE_TMA_MIN_BATCH..EVT_DECODE_TMA_MAX_BATCH: the GEMV tiles take the
+   TMA path at batch 17-64 (src/tiles/llm_tma.cuh), but at 17-48 the smaller L1
+   costs what it saves (qwen3-8b B=32 8.692 -> 8.700 ms, H200), and above 64 no
+   task would use the ring */
 #define EVT_DECODE_TMA_MIN_BATCH 49
+#define EVT_DECODE_TMA_MAX_BATCH 64
 #define EVT_DECODE_TMA_RING (96 * 1024)
+/* The ring evt_decode runs with: `requested` as evt_run_opts.tma_ring has it
+   (bytes, -1 none), or 0 (unset) for the default above. */
+int evt_decode_tma_ring(int64_t batch, int requested);
 
 typedef struct evt_decode_opts {
     const char *model;     /* preset name or path to config.json */

@@ -179,14 +179,20 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     return EVT_OK;
 }
 
+int evt_decode_tma_ring(int64_t batch, int requested)
+{
+    if (requested) return requested;
+    return batch >= EVT_DECODE_TMA_MIN_BATCH && batch <= EVT_DECODE_TMA_MAX_BATCH ? EVT_DECODE_TMA_RING : 0;
+}
+
 evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
 {
     /* the weights never change between steps: upload them once */
     evt_decode_opts local = *o;
     local.run.keep_weights = 1;
-    /* the GEMV tiles' TMA ring where they take it (batch >= EVT_DECODE_TMA_MIN_BATCH:
-       src/tiles/llm_tma.cuh); below, the reservation would only shrink L1 */
-    if (!local.run.tma_ring && o->batch >= EVT_DECODE_TMA_MIN_BATCH) local.run.tma_ring = EVT_DECODE_TMA_RING;
+    /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
+       elsewhere the reservation would only shrink L1 */
+    local.run.tma_ring = evt_decode_tma_ring(o->batch, o->run.tma_ring);
     o = &local;
     memset(r, 0, sizeof *r);
     evt_qwen3_config c;

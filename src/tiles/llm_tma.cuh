@@ -50,7 +50,7 @@
  * EVT_TMA_MIN_B..64, K % 64 == 0, enough rows, maps for x and the weights
  * (the runtime encodes EVT_TMA_BOXES per bf16 matrix of whole 64-column
  * chunks: src/runtime/tmaps.c), a ring of at least two one-chunk stages
- * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB from batch 49: more shrinks L1 and slows the
+ * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 49-64: more shrinks L1 and slows the
  * other tiles, less holds too few stages). */
 #ifndef EVT_TILE_LLM_TMA_CUH
 #define EVT_TILE_LLM_TMA_CUH

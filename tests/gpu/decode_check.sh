@@ -44,7 +44,7 @@
 # power-of-two page size, so these take its generic path (one split at b12,
 # merge_last at b4; 2 and 4 q heads per kv head).
 # The GEMV tiles take the TMA + wgmma path (src/tiles/llm_tma.cuh) where the
-# run reserves a TMA ring (evtc decode: from batch 49, or --tma-ring) and a
+# run reserves a TMA ring (evtc decode: at batch 49-64, or --tma-ring) and a
 # task has enough weight rows (batches 17-64; above 64, as in uneven-b100,
 # the register units run): at 64 (uneven-b64, -b64-attn-rs) the QKV (47
 # rows), gate + up (93 x 2) and the LM head, with early loads (the weight boxes before warp 0's waits);
