@@ -135,92 +135,52 @@ __device__ __forceinline__ void evt_tma_wg_fence() { asm volatile("wgmma.fence.s
 __device__ __forceinline__ void evt_tma_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void evt_tma_wg_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 
-/* D (64 x N, f32, this thread's N / 2) += A (64 x 16) * B (N x 16)^T. */
+/* D (64 x N, f32, this thread's N / 2) += A (64 x 16) * B (N x 16)^T: one
+   specialisation per N, its N / 2 accumulators as operands %0.. and the
+   descriptors and the scale-d flag after them. */
 template <int N> __device__ __forceinline__ void evt_tma_wgmma(float *d, uint64_t da, uint64_t db);
-template <> __device__ __forceinline__ void evt_tma_wgmma<16>(float *d, uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7"
-                 "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "l"(da), "l"(db), "r"(1));
-}
-
-template <> __device__ __forceinline__ void evt_tma_wgmma<32>(float *d, uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-                 "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "l"(da), "l"(db), "r"(1));
-}
-
-template <> __device__ __forceinline__ void evt_tma_wgmma<48>(float *d, uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23"
-                 "}, %24, %25, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
-                 : "l"(da), "l"(db), "r"(1));
-}
-
-template <> __device__ __forceinline__ void evt_tma_wgmma<64>(float *d, uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(da), "l"(db), "r"(1));
-}
-
-template <> __device__ __forceinline__ void evt_tma_wgmma<96>(float *d, uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-                 "}, %48, %49, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-                 : "l"(da), "l"(db), "r"(1));
-}
-
-template <> __device__ __forceinline__ void evt_tma_wgmma<128>(float *d, uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(da), "l"(db), "r"(1));
-}
+#define EVT_TMA_R8(a, b, c, e, f, g, h, i) "%" #a ", %" #b ", %" #c ", %" #e ", %" #f ", %" #g ", %" #h ", %" #i
+#define EVT_TMA_R16 EVT_TMA_R8(0, 1, 2, 3, 4, 5, 6, 7) ", " EVT_TMA_R8(8, 9, 10, 11, 12, 13, 14, 15)
+#define EVT_TMA_R24 EVT_TMA_R16 ", " EVT_TMA_R8(16, 17, 18, 19, 20, 21, 22, 23)
+#define EVT_TMA_R32 EVT_TMA_R24 ", " EVT_TMA_R8(24, 25, 26, 27, 28, 29, 30, 31)
+#define EVT_TMA_R48 EVT_TMA_R32 ", " EVT_TMA_R8(32, 33, 34, 35, 36, 37, 38, 39) ", " EVT_TMA_R8(40, 41, 42, 43, 44, 45, 46, 47)
+#define EVT_TMA_R64 EVT_TMA_R48 ", " EVT_TMA_R8(48, 49, 50, 51, 52, 53, 54, 55) ", " EVT_TMA_R8(56, 57, 58, 59, 60, 61, 62, 63)
+#define EVT_TMA_D8(o) "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
+#define EVT_TMA_D16 EVT_TMA_D8(0), EVT_TMA_D8(8)
+#define EVT_TMA_D24 EVT_TMA_D16, EVT_TMA_D8(16)
+#define EVT_TMA_D32 EVT_TMA_D24, EVT_TMA_D8(24)
+#define EVT_TMA_D48 EVT_TMA_D32, EVT_TMA_D8(32), EVT_TMA_D8(40)
+#define EVT_TMA_D64 EVT_TMA_D48, EVT_TMA_D8(48), EVT_TMA_D8(56)
+/* N; the accumulators' register list and operands; the operand numbers of
+   the two descriptors and the flag */
+#define EVT_TMA_WGMMA(N, REGS, OPS, DA, DB, FLAG)                                                   \
+    template <> __device__ __forceinline__ void evt_tma_wgmma<N>(float *d, uint64_t da, uint64_t db) \
+    {                                                                                                \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #FLAG ", 0;\n"                            \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" REGS "}, %" #DA ", %" #DB \
+                     ", p, 1, 1, 0, 0;\n}\n"                                                          \
+                     : OPS                                                                           \
+                     : "l"(da), "l"(db), "r"(1));                                                    \
+    }
+EVT_TMA_WGMMA(16, EVT_TMA_R8(0, 1, 2, 3, 4, 5, 6, 7), EVT_TMA_D8(0), 8, 9, 10)
+EVT_TMA_WGMMA(32, EVT_TMA_R16, EVT_TMA_D16, 16, 17, 18)
+EVT_TMA_WGMMA(48, EVT_TMA_R24, EVT_TMA_D24, 24, 25, 26)
+EVT_TMA_WGMMA(64, EVT_TMA_R32, EVT_TMA_D32, 32, 33, 34)
+EVT_TMA_WGMMA(96, EVT_TMA_R48, EVT_TMA_D48, 48, 49, 50)
+EVT_TMA_WGMMA(128, EVT_TMA_R64, EVT_TMA_D64, 64, 65, 66)
+#undef EVT_TMA_WGMMA
+#undef EVT_TMA_R8
+#undef EVT_TMA_R16
+#undef EVT_TMA_R24
+#undef EVT_TMA_R32
+#undef EVT_TMA_R48
+#undef EVT_TMA_R64
+#undef EVT_TMA_D8
+#undef EVT_TMA_D16
+#undef EVT_TMA_D24
+#undef EVT_TMA_D32
+#undef EVT_TMA_D48
+#undef EVT_TMA_D64
 
 /* The slots' mbarriers live for the whole launch (initialised once per
  * worker: EVT_TILES_WORKER_BEGIN); evt_tma_phase holds, bit s, the parity of
@@ -250,6 +210,13 @@ struct evt_tma_io {
     unsigned char *ring;
     uint32_t ring_bytes;
 };
+
+/* Rows of pass p of a task's R rows, NT a pass, rounded up to 8 (a box's
+   height). */
+__device__ __forceinline__ int evt_tma_pass_rows8(int R, int p, int NT)
+{
+    return ((R - p * NT < NT ? R - p * NT : NT) + 7) & ~7;
+}
 
 /* The task's rows [n0, n1): see the header. An early-loads task whose waits
    report an aborting launch leaves once its weight boxes have landed. */
@@ -284,7 +251,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             uint32_t wbytes;
             const uint32_t xbytes = (uint32_t)U * xrows * 128u;
             auto pass_rows = [&]() {
-                rows8 = ((R - p * NT < NT ? R - p * NT : NT) + 7) & ~7;
+                rows8 = evt_tma_pass_rows8(R, p, NT);
                 wbytes = (uint32_t)(U * NW * rows8) * 128u;
             };
             auto first = [&]() { /* back to stage 0 */
@@ -366,7 +333,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
         /* a box's chunk planes lie its rows apart; the operands read NT
            (64) rows from each plane's start, past the box into the next
            plane or the next region (stale rows: dropped columns and rows) */
-        const uint32_t xp = (uint32_t)xrows * 128u, wp = (uint32_t)(((R - p * NT < NT ? R - p * NT : NT) + 7) & ~7) * 128u;
+        const uint32_t xp = (uint32_t)xrows * 128u, wp = (uint32_t)evt_tma_pass_rows8(R, p, NT) * 128u;
         evt_tma_wg_fence();
         for (int u = 0; u < U; u++) {
 #pragma unroll
