@@ -194,6 +194,14 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
             if (evt_tmaps_encode(&r, (unsigned char *)m)) {
                 map_of[(size_t)c * ts.size() + i] = (int)(maps.size() / EVT_TMA_BOXES);
                 maps.insert(maps.end(), m, m + EVT_TMA_BOXES);
+            } else if (t->dtype == BF16 && t->rank == 2 && t->dim[1] % 64 == 0) {
+                /* the driver refused a map the runtime wants: every task of
+                   this op takes the register units, which a forced-TMA
+                   build would otherwise time as if it were the TMA path */
+                static int warned;
+                if (!warned++)
+                    fprintf(stderr, "tilebench: no TMA maps for a %lld x %lld bf16 matrix: its tasks run the register units\n",
+                            (long long)t->dim[0], (long long)t->dim[1]);
             }
         }
     evt_tmap *dmaps = nullptr;
