@@ -194,7 +194,7 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
             if (evt_tmaps_encode(&r, (unsigned char *)m)) {
                 map_of[(size_t)c * ts.size() + i] = (int)(maps.size() / EVT_TMA_BOXES);
                 maps.insert(maps.end(), m, m + EVT_TMA_BOXES);
-            } else if (t->dtype == BF16 && t->rank == 2 && t->dim[1] % 64 == 0) {
+            } else if (evt_tmaps_wanted(&r)) {
                 /* the driver refused a map the runtime wants: every task of
                    this op takes the register units, which a forced-TMA
                    build would otherwise time as if it were the TMA path */

@@ -24,12 +24,18 @@
 /* the driver's enum values (cuda.h) */
 enum { TM_BF16 = 9, TM_INTERLEAVE_NONE = 0, TM_SWIZZLE_128B = 3, TM_L2_256B = 3, TM_OOB_ZERO = 0 };
 
+int evt_tmaps_wanted(const evt_tensor_ref *t)
+{
+    if (t->dtype != EVT_BF16 || t->rank != 2 || !t->ptr) return 0;
+    unsigned long long rows = (unsigned long long)t->dim[0], cols = (unsigned long long)t->dim[1];
+    return rows && cols && !((uintptr_t)t->ptr & 15) && !(cols % 64) && rows <= (1ull << 31) && cols <= (1ull << 31);
+}
+
 int evt_tmaps_encode(const evt_tensor_ref *t, unsigned char out[EVT_TMA_BOXES * EVT_TMA_MAP_BYTES])
 {
     memset(out, 0, EVT_TMA_BOXES * EVT_TMA_MAP_BYTES);
-    if (!evt_cuda_g.cu.TensorMapEncodeTiled || t->dtype != EVT_BF16 || t->rank != 2 || !t->ptr) return 0;
+    if (!evt_cuda_g.cu.TensorMapEncodeTiled || !evt_tmaps_wanted(t)) return 0;
     unsigned long long rows = (unsigned long long)t->dim[0], cols = (unsigned long long)t->dim[1];
-    if (!rows || !cols || ((uintptr_t)t->ptr & 15) || cols % 64 || rows > (1ull << 31) || cols > (1ull << 31)) return 0;
     unsigned long long dims[3] = {64, rows, cols / 64}, strides[2] = {cols * 2, 128};
     unsigned elem[3] = {1, 1, 1};
     for (int b = 0; b < EVT_TMA_BOXES; b++) {

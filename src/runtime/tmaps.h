@@ -4,6 +4,11 @@
 #include "evt/ir.h"
 #include "device/evt_task_args.h"
 
+/* 1 when t is a matrix the maps describe: bf16, rank 2, its base 16-byte
+   aligned, its rows whole 64-column chunks (whether the driver then encodes
+   them is evt_tmaps_encode's answer). */
+int evt_tmaps_wanted(const evt_tensor_ref *t);
+
 /* Encodes t's EVT_TMA_BOXES maps into out (zeros and 0 when t is not a bf16
    matrix TMA can address, or the driver has no cuTensorMapEncodeTiled);
    1 when encoded. t->ptr is a device address. */
