@@ -101,6 +101,23 @@ static int count(const char *s, const char *what)
     return n;
 }
 
+static void cache_fill_cpu(const evt_task_args *a) { (void)a; }
+
+/* text (malloc'd, freed) with what inserted before the first `at` */
+static char *insert_before(char *text, const char *at, const char *what)
+{
+    char *pos = strstr(text, at);
+    assert_non_null(pos);
+    size_t n0 = (size_t)(pos - text), n1 = strlen(what), n2 = strlen(pos);
+    char *out = malloc(n0 + n1 + n2 + 1);
+    assert_non_null(out);
+    memcpy(out, text, n0);
+    memcpy(out + n0, what, n1);
+    memcpy(out + n0 + n1, pos, n2 + 1);
+    free(text);
+    return out;
+}
+
 /* The tiny Qwen3 step (GEMV calls annotated prefetch) built into a module
  * with co compiles with nvcc (the cache is off, so nvcc runs) from the
  * source `expected`; skipped with a message where nvcc is not installed. */
@@ -152,20 +169,23 @@ static void weight_stream_is_opt_in(void **state)
     free(streamed);
 }
 
-/* Early loads (evt_compile_opts.early_loads): the GEMV calls annotated
- * prefetch run their record's waits beside the tile (A->wait_in_tile: warp
- * 0's leader waits while the other warps enter the tile, issue their weight
- * loads and meet it at evt_tile_wait), run no L2 hook and stop after the
- * tile when those waits were aborted; the other calls (norms, attention,
- * merge) wait before the tile as before. The weight stream takes precedence
- * over them. The plan marks exactly the GEMV calls. */
+/* Early loads (evt_compile_opts.early_loads): the GEMV and attention calls
+ * annotated prefetch run their record's waits beside the tile
+ * (A->wait_in_tile: warp 0's leader waits while the other warps enter the
+ * tile, issue their weight or old-cache loads and meet it at
+ * evt_tile_wait), run no L2 hook and stop after the tile when those waits
+ * were aborted; the other calls (norms, merge, argmax) wait before the tile
+ * as before. The weight stream takes precedence over them. The plan marks
+ * exactly those calls, and the attention's only while no other call writes
+ * its KV cache (the registry's early_params). */
 static void early_loads_leave_waits_to_the_tile(void **state)
 {
     (void)state;
     char *plain = tiny_qwen3_cuda((evt_compile_opts){0}), *early = tiny_qwen3_cuda((evt_compile_opts){.early_loads = 1});
     assert_int_equal(count(plain, "A->wait_in_tile = 1;"), 0);
-    /* linear, linear_res, mlp_up templates */
-    assert_true(count(early, "A->wait_in_tile = 1;") >= 3);
+    /* linear, linear_res, mlp_up, attn_rope_split templates */
+    assert_true(count(early, "A->wait_in_tile = 1;") >= 4);
+    assert_true(count(early, "attn_rope_split_early_cuda(&W->args);") >= 1);
     assert_int_equal(count(early, "A->wait_in_tile = 1;"), count(early, "if (W->args.wait_in_tile) {"));
     assert_int_equal(count(early, "A->wait_in_tile = 1;"), count(early, "if (W->skip) return; /* its own waits"));
     assert_int_equal(count(early, "_prefetch_cuda(A)"), 0);
@@ -175,27 +195,42 @@ static void early_loads_leave_waits_to_the_tile(void **state)
     assert_int_equal(count(both, "A->wait_in_tile = 1;"), 0);
     assert_true(count(both, "evt_stream_take(") >= 3);
     free(both);
-    /* the plan: the GEMV operators' calls, annotated, and nothing else */
+    /* the plan: the GEMV and attention calls, annotated, and nothing else;
+       (variant 2) not the attention under --no-attn-early; (variant 3) not
+       layer 0's attention once another call writes its cache */
     evt_diag d;
     evt_diag_init(&d, "qwen3-tiny");
     evt_qwen3_config c;
     assert_int_equal(evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d), EVT_OK);
-    for (int annotate = 0; annotate < 2; annotate++) {
-        evt_qwen3_opts qo = {.prefetch = annotate};
+    static const evt_tile_decl fill = {.name = "test_cache_fill", .doc = "writes a KV cache (a test operator)", .nparams = 1,
+                                       .params = {{"kc", EVT_PARAM_OUT, EVT_BF16, 4}}, .cpu = cache_fill_cpu,
+                                       .cuda_header = "tiles/spin.cuh", .threads = 32};
+    if (!evt_tile_find(fill.name)) assert_int_equal(evt_tile_register(&fill), EVT_OK);
+    for (int variant = 0; variant < 4; variant++) {
+        evt_qwen3_opts qo = {.prefetch = variant > 0, .attn_no_early = variant == 2};
         char *text = evt_qwen3_program(&c, &qo, &d);
+        if (variant == 3) { /* a call that appends to layer 0's cache before its attention */
+            text = insert_before(text, "call embed_tok = ", "event e0_EX[1]\n");
+            text = insert_before(text, "call l0_at = ",
+                                 "call l0_fill = test_cache_fill(l0_kc) over (b) in [B] {\n    wait e0_QKV[0]\n    notify e0_EX[0]\n}\n");
+            text = insert_before(text, "    wait e0_QKV[0]\n    notify e0_AT[0]", "    wait e0_EX[0]\n");
+        }
         evt_graph *g = evt_parse(text, strlen(text), &d);
-        assert_non_null(g);
+        if (!g) fail_msg("%s", d.text);
         evt_compile_opts co = {.early_loads = 1};
         evt_plan *p = NULL;
         if (evt_compile(g, &co, &p, &d)) fail_msg("%s", d.text);
-        int n = 0;
+        int n = 0, nat = 0;
         for (int k = 0; k < g->ncalls; k++) {
             const char *op = g->calls[k]->op;
             int gemv = !strcmp(op, "linear") || !strcmp(op, "linear_res") || !strcmp(op, "mlp_up");
-            assert_int_equal(p->call[k].early_loads, annotate && gemv);
+            int at = !strcmp(op, "attn_rope_split") && variant != 2 && !(variant == 3 && !strcmp(g->calls[k]->name, "l0_at"));
+            assert_int_equal(p->call[k].early_loads, variant > 0 && (gemv || at));
             n += p->call[k].early_loads;
+            nat += at && p->call[k].early_loads;
         }
-        assert_true(annotate ? n >= 4 * c.num_hidden_layers : n == 0);
+        assert_true(variant ? n >= 4 * c.num_hidden_layers : n == 0);
+        assert_int_equal(nat, variant == 1 ? c.num_hidden_layers : variant == 3 ? c.num_hidden_layers - 1 : 0);
         evt_plan_free(p);
         evt_graph_free(g);
         free(text);

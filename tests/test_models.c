@@ -474,14 +474,24 @@ static void config_and_program(void **state)
     assert_non_null(strstr(text, "call final = rmsnorm("));
     assert_null(strstr(text, "prefetch"));
     free(text);
-    /* prefetch: every GEMV call (qkv, o, up, down per layer, and the LM head) is annotated */
+    /* prefetch: every GEMV call (qkv, o, up, down per layer, and the LM head)
+       and every attention call is annotated; attn_no_early leaves the attention out */
     o.prefetch = 1;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "call l1_qkvproj = linear(l1_h, l1_wqkv, l1_qkv, 128) over (nb) in [128] prefetch {\n    wait e1_H[0]\n"));
     int npf = 0;
     for (const char *q = text; (q = strstr(q, " prefetch {")); q++) npf++;
-    assert_int_equal(npf, 4 * (int)c.num_hidden_layers + 1);
+    assert_int_equal(npf, 5 * (int)c.num_hidden_layers + 1);
+    assert_non_null(strstr(text, "call l1_at = attn_rope_split(") && strstr(text, "policy dynamic prefetch {"));
     free(text);
+    o.attn_no_early = 1;
+    text = evt_qwen3_program(&c, &o, &d);
+    npf = 0;
+    for (const char *q = text; (q = strstr(q, " prefetch {")); q++) npf++;
+    assert_int_equal(npf, 4 * (int)c.num_hidden_layers + 1);
+    assert_null(strstr(text, "policy dynamic prefetch"));
+    free(text);
+    o.attn_no_early = 0;
     o.prefetch = 0;
     o.qkv_per_head = 0; /* the default: one QKV counter */
     text = evt_qwen3_program(&c, &o, &d);

@@ -39,7 +39,7 @@ typedef struct cli {
     int emit_only;
     long long batch, ctx, steps, splits, page, tiles;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
-    int nalso, row_events, split_rope, fuse_norm, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks;
+    int nalso, row_events, split_rope, fuse_norm, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
     int no_early_loads;
 } cli;
 
@@ -71,6 +71,7 @@ static int usage(const char *msg)
             "                [--merge-tasks]  (ablation: merge tasks with several splits; by default each group's last split merges)\n"
             "                [--no-early-loads]   (ablation: GEMV tiles wait before loading; by default they issue\n"
             "                                      their first weight loads while warp 0 waits: docs/runtime.md)\n"
+            "                [--no-attn-early]    (ablation: the attention tasks, too, wait before their first cache loads)\n"
             "                [--prefetch]         (GEMV tiles pull their weights into L2 before their waits)\n"
             "                [--stream]           (static workers copy their next GEMV weights into shared memory;\n"
             "                                      CUDA, measured slower: docs/runtime.md)\n"
@@ -155,6 +156,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--merge-per-group")) c->merge_per_group = 1;
         else if (!strcmp(a, "--merge-one-split")) c->merge_one_split = 1;
         else if (!strcmp(a, "--merge-tasks")) c->merge_tasks = 1;
+        else if (!strcmp(a, "--no-attn-early")) c->attn_no_early = 1;
         else if (!strcmp(a, "--qkv-per-head")) c->qkv_per_head = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
@@ -418,6 +420,7 @@ static int cmd_decode(cli *c)
     o.build.merge_per_group = c->merge_per_group;
     o.build.merge_one_split = c->merge_one_split;
     o.build.merge_tasks = c->merge_tasks;
+    o.build.attn_no_early = c->attn_no_early;
     o.compile = c->copts;
     /* early loads are the decode default (bench/RESULTS.md session 18); the
        L2 hook (--prefetch) and the weight stream take the calls otherwise */

@@ -69,6 +69,9 @@ typedef struct evt_qwen3_opts {
     int prefetch;          /* GEMV calls annotated `prefetch`: their L2 prefetch hook runs before their
                               waits (measured 3-8% slower at batch 1 on an H200, so not the default),
                               or, in a kernel built with the weight stream, their weights stream */
+    int attn_no_early;     /* ablation: the attention calls carry no `prefetch`, so under early loads they
+                              do not start before their waits (by default warps 1-7 issue their first
+                              step of cache loads and the RoPE table while warp 0 waits; llm_attn.cuh) */
 } evt_qwen3_opts;
 
 /* The .evt program of one decode step (malloc'd), or NULL on bad config. */

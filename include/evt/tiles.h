@@ -66,6 +66,11 @@ typedef struct evt_tile_decl {
                                    tensors first, then calls evt_tile_wait(args) once, on every path and
                                    in every thread, before it reads or writes anything the waits guard
                                    (early_loads calls; docs/tile-abi.md) */
+    unsigned early_params;      /* CUDA, with waits_in_tile: bit i set when the early form also reads
+                                   parameter i before its waits although its own call writes it (the
+                                   operator promises to read only elements its tasks do not write in the
+                                   launch, e.g. the KV cache below pos); the call runs early only when
+                                   no other call of the program writes those tensors */
 } evt_tile_decl;
 
 /* Looks an operator up by name among the built-ins and user-registered ones. */

@@ -42,6 +42,10 @@
  * Attention splits carry `policy dynamic`: their length follows each
  * request's position, so under the hybrid schedule they go through the ready
  * queue while the GEMVs keep their static queues (other schedules ignore it).
+ * With `prefetch` (the decode's early loads) the GEMV and attention calls
+ * carry the annotation: their tasks issue their first weight loads, or
+ * stage their first step of old cache rows, while warp 0 waits
+ * (`attn_no_early` leaves the attention out: an ablation).
  * Events between a row-wise call and a column-tiled one are single counters
  * (X, H, XA, H2, HF: count B or the number of tiles): a row of x needs every
  * column tile and a tile needs every row, so per-row elements would only
@@ -250,7 +254,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* activations */
     for (int64_t l = 0; l <= L; l++) P("tensor x%lld : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
     const int SN = !op.fuse_norm;
-    const char *PF = op.prefetch ? " prefetch" : ""; /* GEMV weights pulled (or streamed) ahead of the inputs */
+    const char *PF = op.prefetch ? " prefetch" : ""; /* GEMV weights pulled (or streamed) ahead of the inputs; the attention's first cache loads (early loads) */
     for (int64_t l = 0; l < L; l++) {
         if (SN) P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_qkv : bf16[B, %lld] scratch\n", (long long)l, (long long)nqkv);
@@ -325,8 +329,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
               i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G, MGx, (long long)nkv);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
-              "l%lld_pc, %lld, %lld, %d) over (b, g, s) in [B, %lld, %s] policy dynamic {\n    %s%s\n",
-              i, i, i, i, i, i, i, i, i, eps, theta, last, (long long)nkv, Sx, wq_grp, wv_g);
+              "l%lld_pc, %lld, %lld, %d) over (b, g, s) in [B, %lld, %s] policy dynamic%s {\n    %s%s\n",
+              i, i, i, i, i, i, i, i, i, eps, theta, last, (long long)nkv, Sx, op.attn_no_early ? "" : PF, wq_grp, wv_g);
             if (last) {
                 P("    notify e%lld_AT[0]\n", i);
             } else {

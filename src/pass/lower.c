@@ -80,6 +80,28 @@ static int weights_are_inputs(const evt_call_plan *cp, const evt_call *c)
     return 1;
 }
 
+/* 1 if the tensors of call c's operator's early_params are written by no
+   other call of the program: the operator reads, before its waits, only
+   elements its own call's tasks do not write in the launch (its
+   declaration's promise), so no other task may write them either */
+static int early_params_own(const evt_graph *g, const evt_call_plan *cp, const evt_call *c)
+{
+    for (int i = 0; i < c->nargs && i < (int)(8 * sizeof cp->decl->early_params); i++) {
+        if (!(cp->decl->early_params >> i & 1u)) continue;
+        const evt_arg *a = &c->args[i];
+        if (a->kind != EVT_ARG_TENSOR) return 0;
+        for (int k = 0; k < g->ncalls; k++) {
+            const evt_call *o = g->calls[k];
+            const evt_tile_decl *d = o == c ? NULL : evt_tile_find(o->op);
+            for (int j = 0; o != c && j < o->nargs; j++)
+                if (o->args[j].kind == EVT_ARG_TENSOR && o->args[j].tensor == a->tensor &&
+                    (!d || j >= d->nparams || d->params[j].mode != EVT_PARAM_IN))
+                    return 0;
+        }
+    }
+    return 1;
+}
+
 int evt_call_streams(const evt_plan *p, const evt_call *c)
 {
     const evt_call_plan *cp = &p->call[c->id];
@@ -90,8 +112,11 @@ int evt_call_streams(const evt_plan *p, const evt_call *c)
 int evt_call_early_loads(const evt_plan *p, const evt_call *c)
 {
     const evt_call_plan *cp = &p->call[c->id];
-    if (!p->early_loads || !c->prefetch || !cp->decl || !cp->decl->waits_in_tile || cp->trigger_edge >= 0 || cp->streams) return 0;
-    return weights_are_inputs(cp, c);
+    /* a kernel built with the weight stream runs no early form: the stream takes the prefetch calls */
+    if (!p->early_loads || p->stream_weights || !c->prefetch || !cp->decl || !cp->decl->waits_in_tile || cp->trigger_edge >= 0 ||
+        cp->streams)
+        return 0;
+    return weights_are_inputs(cp, c) && early_params_own(p->g, cp, c);
 }
 
 evt_status evt_lower(evt_plan *p, evt_diag *d)

@@ -67,6 +67,10 @@
 #ifndef EVT_LLM_PREFETCH_CAP
 #define EVT_LLM_PREFETCH_CAP (128 * 1024) /* bytes of L2 prefetch per weight matrix per task */
 #endif
+/* the tiles' shared scratch (32 KiB: more static shared memory would move
+   the batch-64 kernel, 96 KiB of TMA ring beside it, to the next
+   shared-memory carveout and shrink its L1; measured 1.8% slower at
+   qwen3-8b B=64 with 38.5 KiB, bench/RESULTS.md session 27) */
 #define EVT_LLM_SMEM_FLOATS 8192
 
 static __shared__ __align__(16) float evt_llm_smem[EVT_LLM_SMEM_FLOATS];
@@ -280,10 +284,33 @@ __device__ __forceinline__ void evt_llm_norm_rope(const evt_bf16 *in, const evt_
  * round trip per vector (~5 us of a qwen3-8b attention task at batch 1,
  * bench/RESULTS.md). Loads and the double math run on different warps:
  * one thread holding both made the megakernel's tiles spill. */
+/* 1 when evt_llm_group_norm_rope takes the warp path for V vectors of hd */
+__device__ __forceinline__ bool evt_llm_group_norm_rope_warp_ok(int64_t V, int64_t hd)
+{
+    return hd == 128 && (evt_tile_threads() & 31) == 0 && V <= ((evt_tile_threads() + 31) >> 5) - 2;
+}
+/* The warp path's angle table (cos | sin at evt_llm_smem + 320) for
+ * position p, computed by its table warps (the last (hd / 2 + 31) / 32); it
+ * depends on p alone, so the attention computes it before its waits
+ * (evt_llm_group_norm_rope's tab_done) */
+template <int E>
+__device__ __forceinline__ void evt_llm_rope_table_warp(int64_t p, int64_t theta)
+{
+    constexpr int hd = 32 * E, half = 16 * E;
+    const int nw = evt_tile_threads() >> 5, tw0 = nw - (half + 31) / 32; /* first table warp */
+    const int i = (int)threadIdx.x - tw0 * 32;
+    if (i >= 0 && i < half) {
+        float *tab = evt_llm_smem + 320;
+        double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;
+        sincos((double)p * inv, &sn, &cs);
+        tab[i] = (float)cs;
+        tab[half + i] = (float)sn;
+    }
+}
 template <int E>
 __device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin, int G, const evt_bf16 *wq, const evt_bf16 *kin,
                                                              const evt_bf16 *wk, int64_t p, int64_t eps_e12, int64_t theta,
-                                                             evt_bf16 *qout, evt_bf16 *kout)
+                                                             evt_bf16 *qout, evt_bf16 *kout, bool tab_done)
 {
     constexpr int hd = 32 * E, half = 16 * E;
     int V = G + (kin ? 1 : 0), warp = threadIdx.x >> 5, nw = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
@@ -297,14 +324,8 @@ __device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin
             x[j] = evt_llm_ld(in, lane * E + j);
             w[j] = __bfloat162float(__ldg(wt + lane * E + j));
         }
-    } else if (warp >= tw0) {
-        int i = threadIdx.x - tw0 * 32;
-        if (i < half) {
-            double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;
-            sincos((double)p * inv, &sn, &cs);
-            tab[i] = (float)cs;
-            tab[half + i] = (float)sn;
-        }
+    } else if (warp >= tw0 && !tab_done) {
+        evt_llm_rope_table_warp<E>(p, theta);
     }
     evt_tile_sync();
     if (warp >= V) return; /* warp-uniform */
@@ -328,15 +349,18 @@ __device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin
  * sum of squares (each in the same order as evt_llm_block_sum, so the same
  * results) and one double sincos per rotation pair, shared by all heads.
  * Outputs bf16 (shared memory), qout[v * hd + i]. Uses evt_llm_smem[0, 320 + hd).
- * G <= 8. */
+ * G <= 8. tab_done: the warp path's table is already there (written by
+ * evt_llm_rope_table_warp for this p earlier in the task: the barrier
+ * before the rotation orders it). */
 __device__ __forceinline__ void evt_llm_group_norm_rope(const evt_bf16 *qin, int64_t G, const evt_bf16 *wq,
                                                         const evt_bf16 *kin, const evt_bf16 *wk, int64_t hd, int64_t p,
-                                                        int64_t eps_e12, int64_t theta, evt_bf16 *qout, evt_bf16 *kout)
+                                                        int64_t eps_e12, int64_t theta, evt_bf16 *qout, evt_bf16 *kout,
+                                                        bool tab_done = false)
 {
     int64_t V = G + (kin ? 1 : 0), half = hd / 2;
     int warp = threadIdx.x >> 5, nw = (evt_tile_threads() + 31) >> 5;
-    if (hd == 128 && (evt_tile_threads() & 31) == 0 && V <= nw - 2) {
-        evt_llm_group_norm_rope_warp<4>(qin, (int)G, wq, kin, wk, p, eps_e12, theta, qout, kout);
+    if (evt_llm_group_norm_rope_warp_ok(V, hd)) {
+        evt_llm_group_norm_rope_warp<4>(qin, (int)G, wq, kin, wk, p, eps_e12, theta, qout, kout, tab_done);
         return;
     }
     float *sums = evt_llm_smem, *scale = evt_llm_smem + 9 * 32, *tab = evt_llm_smem + 320; /* [9][32], [9], cos | sin */

@@ -20,6 +20,19 @@ struct evt_llm_attn_io {
 /* q heads / k / v of the fused tile in shared memory, above the fast path's
    per-warp merge area ([nwarps][G][hd + 2] floats) */
 #define EVT_LLM_ATTN_QKV_OFF 6144
+#ifndef EVT_LLM_ATTN_STAGE_FIRST
+#define EVT_LLM_ATTN_STAGE_FIRST 1 /* 0: attn_rope_split loads its first step after the norm + RoPE (ablation) */
+#endif
+/* The fast path's staged first step (attn_rope_split: evt_llm_attn_stage_first)
+   for warps 1-7 (warp 0 runs the task's waits: its loads could not start
+   earlier anyway): 4 KiB a warp, K then V of each of its U positions per lane
+   group, 16 bytes a lane, above the block sums and the warp path's angle
+   table (evt_llm_smem[0, 320 + hd), hd <= 128 when staging); the merge area
+   overlaps it once read. A staging task keeps its q heads, new k and v above
+   it, at EVT_LLM_ATTN_STAGE_QKV_OFF (at most 1152 bf16: (G + 2) * hd), not at
+   EVT_LLM_ATTN_QKV_OFF. */
+#define EVT_LLM_ATTN_STAGE_OFF 448
+#define EVT_LLM_ATTN_STAGE_QKV_OFF (EVT_LLM_ATTN_STAGE_OFF + 7 * 2 * EVT_LLM_ATTN_U * 32 * 4)
 
 __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t MP, int64_t PS, int64_t nkv, int64_t hd,
                                                      int64_t b, int64_t t, int64_t g)
@@ -31,6 +44,16 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 #define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step; the next step's loads are in flight too
                             (8 for 1 or 2 q heads per kv head made ptxas spill 112 bytes in rmsnorm) */
 #endif
+static_assert(EVT_LLM_ATTN_STAGE_QKV_OFF + 1152 / 2 <= EVT_LLM_SMEM_FLOATS,
+              "warps 1-7's staged first steps and the staging task's q / k / v fit the scratch");
+
+/* The byte address of lane `lane`'s slot i (2u: K of position u, 2u + 1: its V)
+   of warp `warp` (1-7) in the staging area */
+__device__ __forceinline__ uint32_t evt_llm_attn_stage_slot(int warp, int lane, int i)
+{
+    return (uint32_t)__cvta_generic_to_shared(evt_llm_smem + EVT_LLM_ATTN_STAGE_OFF) +
+           (uint32_t)(warp - 1) * (2u * EVT_LLM_ATTN_U * 512u) + (uint32_t)i * 512u + (uint32_t)lane * 16u;
+}
 /* End of a grouped split: each warp's (m, l, o) per head (m is warp-uniform,
  * the lane groups hold disjoint positions) merged into dst in the natural-log
  * domain; with odst (the task's split is the only one) also the normalised
@@ -121,7 +144,7 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
 #endif
 template <int G, int LPP>
 __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride,
-                                                  evt_bf16 *odst)
+                                                  evt_bf16 *odst, bool staged, bool stage_sync)
 {
     const float LOG2E = 1.4426950408889634f;
     int64_t hd = io.hd;
@@ -176,7 +199,19 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     uint32_t t0 = (uint32_t)lo + (uint32_t)(warp * ppw * U);
     uint4 kv[U], vv[U];
     bool ok[U];
-    load_step(t0, kv, vv, ok);
+    if (staged) { /* this warp's first step is in the staging area (evt_llm_attn_stage_first) */
+        asm volatile("cp.async.wait_all;" ::: "memory");
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            ok[u] = t0 + (uint32_t)(u * ppw + sub) < hi32;
+            const uint32_t sk = evt_llm_attn_stage_slot(warp, lane, 2 * u), sv = sk + 512u;
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(kv[u].x), "=r"(kv[u].y), "=r"(kv[u].z), "=r"(kv[u].w) : "r"(sk) : "memory");
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(vv[u].x), "=r"(vv[u].y), "=r"(vv[u].z), "=r"(vv[u].w) : "r"(sv) : "memory");
+        }
+    } else {
+        load_step(t0, kv, vv, ok);
+    }
+    if (stage_sync) evt_tile_sync(); /* every warp has read its staging before any writes the merge area over it */
     for (; t0 < hi32; t0 += step) {
         uint4 nkv[U], nvv[U];
         bool nok[U];
@@ -309,17 +344,70 @@ __device__ __forceinline__ void evt_llm_split_range(int64_t L, int64_t S, int64_
     *hi = *lo + chunk < L ? *lo + chunk : L;
 }
 
+/* 1 when a split of G q heads over [lo, hi) takes the fast path (aligned:
+   q and the cache 16-byte aligned) */
+__device__ __forceinline__ bool evt_llm_attn_fast_ok(const evt_llm_attn_io &io, int64_t G, int64_t hi, bool aligned)
+{
+    int64_t hd = io.hd, lpp = hd / 8;
+    return aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (evt_tile_threads() & 31) == 0 &&
+           (G == 1 || G == 2 || G == 4) &&
+           (int64_t)(evt_tile_threads() >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF && io.rows <= 0xffffffffLL &&
+           io.nkv * hd <= 0xffffffffLL && hi <= 0xffffffffLL && io.PS > 0 && !(io.PS & (io.PS - 1));
+}
+
+/* 1 when attn_rope_split stages: a split of G q heads over [lo, hi) that
+   takes the fast path, at most 8 warps, and the warp path's table and the
+   q / k / v of the staging layout fit */
+__device__ __forceinline__ bool evt_llm_attn_stage_ok(const evt_llm_attn_io &io, int64_t G, int64_t lo, int64_t hi, bool aligned)
+{
+    return EVT_LLM_ATTN_STAGE_FIRST && lo < hi && evt_tile_threads() <= 256 && io.hd <= 128 && (G + 2) * io.hd <= 1152 &&
+           evt_llm_attn_fast_ok(io, G, hi, aligned);
+}
+
+/* The fast path's first step of this warp (its positions lo + warp * ppw * U
+ * + u * ppw + sub, u < U, as evt_llm_attn_fast numbers them) copied by
+ * cp.async into the warp's staging slots, for warps 1-7 when all of them lie
+ * below ehi; returns whether it did (warp-uniform). No registers stay in
+ * flight, so a caller may run anything before the fast path collects them
+ * (measured: holding the loads in registers across attn_rope_split's norm +
+ * RoPE made ptxas spill 2 KB in the tile). Only where evt_llm_attn_stage_ok. */
+__device__ __forceinline__ bool evt_llm_attn_stage_first(const evt_llm_attn_io &io, int64_t lo, int64_t ehi)
+{
+    constexpr int U = EVT_LLM_ATTN_U;
+    const int lpp = (int)(io.hd / 8), ppw = 32 / lpp, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int sub = lane / lpp, part = lane % lpp;
+    const int64_t t0 = lo + (int64_t)warp * ppw * U;
+    if (warp == 0 || t0 + ppw * U > ehi) return false;
+    const uint32_t psmask = (uint32_t)io.PS - 1;
+    const int pssh = __ffs((int)io.PS) - 1;
+    const int32_t *btb = io.bt + io.b * io.MP;
+    const uint32_t rowstride = (uint32_t)(io.nkv * io.hd);
+    const int64_t goff = io.g * io.hd + part * 8;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const uint32_t t = (uint32_t)t0 + (uint32_t)(u * ppw + sub);
+        const uint64_t off = (uint64_t)(((uint32_t)btb[t >> pssh] << pssh) | (t & psmask)) * rowstride;
+        const uint32_t sk = evt_llm_attn_stage_slot(warp, lane, 2 * u);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sk), "l"(io.kc + goff + off) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sk + 512u), "l"(io.vc + goff + off) : "memory");
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    return true;
+}
+
 /* Runs one split for G q heads (io.q + i * hd; results at dst + i * dstride):
  * the empty marker, the grouped fast path, or per head the generic one.
  * odst (not NULL when the split is the only one): head i's normalised
- * output, bf16, at odst + i * hd as well, as attn_merge would compute it. */
+ * output, bf16, at odst + i * hd as well, as attn_merge would compute it.
+ * staged: this warp's first step is in its staging slots
+ * (evt_llm_attn_stage_first); stage_sync: some warp's may be (every thread
+ * of the block passes the same). */
 __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, int64_t lo, int64_t hi, float *dst,
-                                               int64_t dstride, bool aligned, evt_bf16 *odst)
+                                               int64_t dstride, bool aligned, evt_bf16 *odst, bool staged = false,
+                                               bool stage_sync = false)
 {
     int64_t hd = io.hd, lpp = hd / 8;
-    bool fast = aligned && hd % 8 == 0 && lpp <= 32 && (lpp & (lpp - 1)) == 0 && (evt_tile_threads() & 31) == 0 &&
-                (G == 1 || G == 2 || G == 4) && (int64_t)(evt_tile_threads() >> 5) * (G * (hd + 2) + G + 1) + G <= EVT_LLM_ATTN_QKV_OFF &&
-                io.rows <= 0xffffffffLL && io.nkv * hd <= 0xffffffffLL && hi <= 0xffffffffLL && io.PS > 0 && !(io.PS & (io.PS - 1));
+    bool fast = evt_llm_attn_fast_ok(io, G, hi, aligned);
     if (lo >= hi) {
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads())
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
@@ -329,12 +417,12 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
     /* head_dim 128 (every Qwen3): the lane-group width as a constant, so the
        score reductions unroll (a runtime width kept them a loop: ~150 of a
        step's ~990 instructions per warp at qwen3-8b, bench/RESULTS.md session 23) */
-    if (fast && lpp == 16 && G == 4) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride, odst);
-    else if (fast && lpp == 16 && G == 2) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride, odst);
-    else if (fast && lpp == 16) evt_llm_attn_fast<1, 16>(io, lo, hi, dst, dstride, odst);
-    else if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride, odst);
-    else if (fast && G == 2) evt_llm_attn_fast<2, 0>(io, lo, hi, dst, dstride, odst);
-    else if (fast) evt_llm_attn_fast<1, 0>(io, lo, hi, dst, dstride, odst);
+    if (fast && lpp == 16 && G == 4) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
+    else if (fast && lpp == 16 && G == 2) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
+    else if (fast && lpp == 16) evt_llm_attn_fast<1, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
+    else if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
+    else if (fast && G == 2) evt_llm_attn_fast<2, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
+    else if (fast) evt_llm_attn_fast<1, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
     else {
         for (int64_t i = 0; i < G; i++) {
             evt_llm_attn_io one = io;
@@ -449,7 +537,18 @@ __device__ __noinline__ void evt_llm_merge_last(const evt_task_args *a, const fl
 /* q_rope + k_rope_append + attn_split for the G q heads of kv head g (see
  * llm.c): their q and the new k, v in shared memory, then one grouped split;
  * with one split (S = 1) also the merged output o of the group's heads, so
- * that no attn_merge task has to run after it. */
+ * that no attn_merge task has to run after it.
+ *
+ * Before anything that depends on this step's qkv, each warp but warp 0
+ * whose first step of the split lies below pos[b] stages that step's cache
+ * rows (evt_llm_attn_stage_first) and the last warps compute the RoPE angle
+ * table (it depends on pos alone): their latency overlaps the norm, RoPE and
+ * append, and in the early-loads form (attn_rope_split_early_cuda, what a
+ * `prefetch` call runs under evt_compile_opts.early_loads) also the task's
+ * waits, which warp 0 runs meanwhile (evt_tile_wait). Those positions were
+ * written by earlier launches: the only cache element a launch writes is
+ * position pos[b], by this call's own tasks (the registry's early_params;
+ * the lowering checks that no other call of the program writes kc or vc). */
 __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
 {
     const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
@@ -459,13 +558,12 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     evt_bf16 *o = (evt_bf16 *)a->t[8].ptr;
     int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
-    int64_t G = nh / nkv, p = pos[b], lo, hi;
+    int64_t G = nh / nkv, p = pos[b], lo, hi; /* pos and bt: inputs, readable before the waits */
     evt_llm_split_range(p + 1, S, s, &lo, &hi);
     float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
-    /* q heads, new k, new v: (G + 2) * hd bf16 above EVT_LLM_ATTN_QKV_OFF */
-    evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + EVT_LLM_ATTN_QKV_OFF), *sk = sq + G * hd, *sv = sk + hd;
     bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
     if (!room) { /* the builder refuses such shapes; never a silent result */
+        if (evt_tile_wait(a)) return;
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
         for (int64_t e = threadIdx.x; S == 1 && e < G * hd; e += evt_tile_threads()) evt_llm_st(o, (b * nh + g * G) * hd + e, NAN);
         evt_llm_merge_last(a, part, o, b, g, nkv, nh, S, hd);
@@ -473,20 +571,32 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     }
     bool has_new = lo <= p && p < hi;
     evt_llm_attn_io io;
-    io.q = sq; io.kc = kc; io.vc = vc;
+    io.kc = kc; io.vc = vc;
     io.bt = (const int32_t *)a->t[4].ptr;
     io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
     io.rows = a->t[5].dim[0] * io.PS;
     io.b = b; io.g = g;
-    /* the new v and the new position's cache slot are loaded before the
-       norm + RoPE, so their latency overlaps it */
+    const bool aligned = !(((uintptr_t)kc | (uintptr_t)vc) & 15);
+    const bool stage = evt_llm_attn_stage_ok(io, G, lo, hi, aligned);
+    /* q heads, new k, new v: (G + 2) * hd bf16 in shared memory */
+    evt_bf16 *sq = (evt_bf16 *)(evt_llm_smem + (stage ? EVT_LLM_ATTN_STAGE_QKV_OFF : EVT_LLM_ATTN_QKV_OFF)), *sk = sq + G * hd, *sv = sk + hd;
+    io.q = sq;
+    /* before the waits: the first step's old cache rows and the angle table */
+    const bool staged = stage && evt_llm_attn_stage_first(io, lo, hi < p ? hi : p);
+    const bool tab = lo < hi && evt_llm_group_norm_rope_warp_ok(G + (has_new ? 1 : 0), hd);
+    if (tab) evt_llm_rope_table_warp<4>(p, a->iarg[1]);
+    int64_t off = has_new ? evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g) : 0;
+    if (evt_tile_wait(a)) { /* aborted: let the staged copies land before leaving */
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        return;
+    }
+    /* the new v is loaded before the norm + RoPE, so its latency overlaps it */
     const evt_bf16 *vin = qkv + b * N + (nh + nkv + g) * hd;
     bool v1 = hd <= evt_tile_threads(); /* one element per thread */
     evt_bf16 vmine = v1 && has_new && threadIdx.x < hd ? vin[threadIdx.x] : __float2bfloat16_rn(0.f);
-    int64_t off = has_new ? evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g) : 0;
     if (lo < hi) {
         evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, p,
-                                a->iarg[0], a->iarg[1], sq, sk);
+                                a->iarg[0], a->iarg[1], sq, sk, tab);
         if (has_new) {
             if (v1) {
                 if (threadIdx.x < hd) sv[threadIdx.x] = vmine;
@@ -503,9 +613,11 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
         for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
         evt_tile_sync();
     }
-    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), !(((uintptr_t)kc | (uintptr_t)vc) & 15), S == 1 ? o + (b * nh + g * G) * hd : NULL);
+    evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), aligned, S == 1 ? o + (b * nh + g * G) * hd : NULL, staged, stage);
     evt_llm_merge_last(a, part, o, b, g, nkv, nh, S, hd);
 }
+/* the early-loads form is the same code: evt_tile_wait meets warp 0 there */
+__device__ __forceinline__ void attn_rope_split_early_cuda(const evt_task_args *a) { attn_rope_split_cuda(a); }
 
 /* evt_llm_merge_heads over an attn_merge / attn_merge_group task's tensors */
 __device__ __forceinline__ void evt_llm_merge_task(const evt_task_args *a, int64_t h0, int64_t G)

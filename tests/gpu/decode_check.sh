@@ -20,7 +20,11 @@
 # batch row; 100: two passes of 64 rows); --no-records runs the static schedule with
 # its maps evaluated on the device (no task records, launch tables in
 # global memory). ctx 600 at B = 20: one split of 601 positions per task
-# (ten steps of the attention's pipelined loop per warp).
+# (ten steps of the attention's pipelined loop per warp). The attention
+# tasks stage their first step of old cache rows before their waits
+# (attn_rope_split, early loads) wherever a warp's first step lies below
+# pos: at ctx 600 and in uneven-b2-ctx300 (8 splits of ~38 positions, 4 q
+# heads per kv head) on most warps, in the short-context cases on few.
 # The default build's GEMV tiles issue their first weight loads while warp 0
 # runs the task's waits (early loads: every batch, every schedule with task
 # records; at 12 with the fused norms, which wait first); --no-early-loads
@@ -100,6 +104,7 @@ unset EVT_STREAM_RING
 run_case mid-b40 tests/gpu/qwen3-mid.json 40 33 2
 run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
 run_case uneven-b1 tests/gpu/qwen3-uneven.json 1 40 2
+run_case uneven-b2-ctx300 tests/gpu/qwen3-uneven.json 2 300 2
 run_case uneven-b4 tests/gpu/qwen3-uneven.json 4 40 2
 run_case uneven-b12-fusenorm tests/gpu/qwen3-uneven.json 12 40 2 --fuse-norm
 run_case uneven-b32 tests/gpu/qwen3-uneven.json 32 40 2
