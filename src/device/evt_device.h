@@ -268,11 +268,26 @@ EVT_PROTO int evt_wait_flush(const evt_ctx *C, evt_worker *W, int call, evt_wait
     return 0;
 }
 
+/* The target of a task record's first wait (-1: no waits), loaded by the
+ * leader as it takes the task, so that the load overlaps the argument build:
+ * the target table is read about once per element and launch, and the weight
+ * stream has usually evicted it from L2 by then; loaded at the poll it made
+ * a task whose inputs were already complete start ~0.7 us later (traces,
+ * bench/RESULTS.md session 27). */
+#ifndef EVT_REC_TARGET_EARLY
+#define EVT_REC_TARGET_EARLY 1 /* 0: loaded at the poll (ablation) */
+#endif
+EVT_DEV int32_t evt_rec_target0(const evt_ctx *C, const evt_task_rec *R)
+{
+    return EVT_REC_TARGET_EARLY && R && R->nwait > 0 ? EVT_RO(C->target[R->elem[0]]) : -1;
+}
+
 /* A task's waits from its record (leader; evt_ctx.h): every target and
- * counter loaded at once, then spins on the incomplete ones. Returns 1 if
- * the launch was aborted. (A watchdog report names the element, from which
- * the host finds the event: event -1 here.) */
-EVT_PROTO int evt_wait_rec(const evt_ctx *C, evt_worker *W, int call, const evt_task_rec *R)
+ * counter loaded at once (the first target is target0, from
+ * evt_rec_target0, unless that is -1), then spins on the incomplete ones. Returns 1 if the
+ * launch was aborted. (A watchdog report names the element, from which the
+ * host finds the event: event -1 here.) */
+EVT_PROTO int evt_wait_rec(const evt_ctx *C, evt_worker *W, int call, const evt_task_rec *R, int32_t target0)
 {
     int n = R->nwait;
     int32_t v[EVT_REC_ELEMS], target[EVT_REC_ELEMS], elem[EVT_REC_ELEMS];
@@ -281,7 +296,7 @@ EVT_PROTO int evt_wait_rec(const evt_ctx *C, evt_worker *W, int call, const evt_
         if (i < n) elem[i] = R->elem[i];
     EVT_UNROLL
     for (int i = 0; i < EVT_REC_ELEMS; i++)
-        if (i < n) target[i] = EVT_RO(C->target[elem[i]]);
+        if (i < n) target[i] = i == 0 && target0 >= 0 ? target0 : EVT_RO(C->target[elem[i]]);
     EVT_UNROLL
     for (int i = 0; i < EVT_REC_ELEMS; i++)
         if (i < n) v[i] = evt_poll_load(&C->counters[elem[i]]);
@@ -486,7 +501,19 @@ EVT_DEV void evt_trace_stamp(const evt_ctx *C, int64_t task, int which)
 {
     if (C->trace && EVT_LEADER) C->trace[task * EVT_TRACE_STAMPS + which] = evt_now_ns();
 }
-EVT_DEV void evt_trace_taken(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_TAKEN); }
+/* The "taken" stamp is the leader taking the task (point 0) unless the
+   kernel is built with -DEVT_TRACE_TAKEN_AT=1 (after the task's arguments are
+   built, before its waits) or 2 (just before the poll of its waits): a
+   diagnostic that splits a trace's wait_us (start - taken) into the dispatch's
+   pieces (bench/RESULTS.md, session 27). */
+#ifndef EVT_TRACE_TAKEN_AT
+#define EVT_TRACE_TAKEN_AT 0
+#endif
+EVT_DEV void evt_trace_taken_at(const evt_ctx *C, int64_t task, int point)
+{
+    if (point == EVT_TRACE_TAKEN_AT) evt_trace_stamp(C, task, EVT_TRACE_TAKEN);
+}
+EVT_DEV void evt_trace_taken(const evt_ctx *C, int64_t task) { evt_trace_taken_at(C, task, 0); }
 EVT_DEV void evt_trace_start(const evt_ctx *C, evt_worker *W, int64_t task)
 {
     evt_trace_stamp(C, task, EVT_TRACE_STARTED);

@@ -280,10 +280,12 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     const evt_tile_decl *decl = cp->decl;
     int has_rec = evt_call_has_records(p, c); /* its record may hold its wait and notify lists */
     emit_task_of(o, c, t);
-    evt_pr(o, "    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        W->task = task;\n        W->skip = 0;\n");
+    evt_pr(o, "    int32_t tgt0 = -1; /* the leader's: its record's first wait target, loaded early */\n");
+    evt_pr(o, "    if (EVT_LEADER) {\n        evt_trace_taken(C, task);\n        tgt0 = evt_rec_target0(C, R);\n        W->task = task;\n        W->skip = 0;\n");
     /* the task's arguments, built once by the leader in the worker's
        (shared) state; every thread reads them after the barrier */
     emit_args(o, c, t, tgt == EVT_TARGET_CUDA && cp->streams);
+    evt_pr(o, "        evt_trace_taken_at(C, task, 1); /* (a diagnostic: EVT_TRACE_TAKEN_AT) */\n");
     /* the leader runs the hook alone (warp 0 running it measured 0.7%
        slower per qwen3-0.6b token: two warp barriers on every GEMV task);
        a streaming call's weights come through the stream instead */
@@ -319,9 +321,9 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits: beside the tile (evt_tile_wait) */\n");
         evt_pr(o, "        A->wait_in_tile = 1;\n        goto waits_done;\n      }\n");
     } else if (nwaits && has_rec) {
-        evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits */\n        if (evt_wait_rec(C, W, ");
+        evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits */\n        evt_trace_taken_at(C, task, 2);\n        if (evt_wait_rec(C, W, ");
         id(o, t, ID_CALL, c->id);
-        evt_pr(o, ", R)) W->skip = 1;\n        goto waits_done;\n      }\n");
+        evt_pr(o, ", R, tgt0)) W->skip = 1;\n        goto waits_done;\n      }\n");
     }
     if (nwaits) evt_pr(o, "      evt_waits ws;\n      ws.n = 0;\n");
     int batched = 0; /* waits added since the last flush */
@@ -367,9 +369,10 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         /* warp 0 waits; the other warps enter the tile, issue their weight
            loads and meet it at the tile's evt_tile_wait */
         evt_pr(o, "    if (W->args.wait_in_tile) {\n        if (threadIdx.x < 32) {\n");
+        evt_pr(o, "            if (EVT_LEADER) evt_trace_taken_at(C, task, 2);\n");
         evt_pr(o, "            if (EVT_LEADER && evt_wait_rec(C, W, ");
         id(o, t, ID_CALL, c->id);
-        evt_pr(o, ", R)) W->skip = 1;\n            evt_trace_start(C, W, task);\n            __syncwarp();\n        }\n");
+        evt_pr(o, ", R, tgt0)) W->skip = 1;\n            evt_trace_start(C, W, task);\n            __syncwarp();\n        }\n");
         evt_pr(o, "    } else {\n        evt_trace_start(C, W, task);\n    }\n");
     } else {
         evt_pr(o, "    evt_trace_start(C, W, task);\n");
