@@ -47,6 +47,14 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 static_assert(EVT_LLM_ATTN_STAGE_QKV_OFF + 1152 / 2 <= EVT_LLM_SMEM_FLOATS,
               "warps 1-7's staged first steps and the staging task's q / k / v fit the scratch");
 
+/* The fast path's offset of position t's cache row, in elements: its 32-bit
+   slot (the page number from the request's block table btb, shifted by
+   pssh = log2(page size), with the offset masked in) times the row stride */
+__device__ __forceinline__ uint64_t evt_llm_attn_row_off(const int32_t *btb, int pssh, uint32_t psmask, uint32_t rowstride, uint32_t t)
+{
+    return (uint64_t)(((uint32_t)btb[t >> pssh] << pssh) | (t & psmask)) * rowstride;
+}
+
 /* The byte address of lane `lane`'s slot i (2u: K of position u, 2u + 1: its V)
    of warp `warp` (1-7) in the staging area */
 __device__ __forceinline__ uint32_t evt_llm_attn_stage_slot(int warp, int lane, int i)
@@ -188,7 +196,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
             uint32_t t = t0 + (uint32_t)(u * ppw + sub);
             ok[u] = t < hi32;
             t = ok[u] ? t : last;
-            uint64_t off = (uint64_t)(((uint32_t)btb[t >> pssh] << pssh) | (t & psmask)) * rowstride;
+            uint64_t off = evt_llm_attn_row_off(btb, pssh, psmask, rowstride, t);
             kv[u] = evt_llm_ldx(kbase + off);
             vv[u] = evt_llm_ldx(vbase + off);
         }
@@ -386,7 +394,7 @@ __device__ __forceinline__ bool evt_llm_attn_stage_first(const evt_llm_attn_io &
 #pragma unroll
     for (int u = 0; u < U; u++) {
         const uint32_t t = (uint32_t)t0 + (uint32_t)(u * ppw + sub);
-        const uint64_t off = (uint64_t)(((uint32_t)btb[t >> pssh] << pssh) | (t & psmask)) * rowstride;
+        const uint64_t off = evt_llm_attn_row_off(btb, pssh, psmask, rowstride, t);
         const uint32_t sk = evt_llm_attn_stage_slot(warp, lane, 2 * u);
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sk), "l"(io.kc + goff + off) : "memory");
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sk + 512u), "l"(io.vc + goff + off) : "memory");
