@@ -275,15 +275,6 @@ __device__ __forceinline__ void evt_llm_norm_rope(const evt_bf16 *in, const evt_
     }
 }
 
-/* evt_llm_group_norm_rope's fast path for hd = 32 * E and V = G (+ 1)
- * vectors <= warps - hd / 64: warp v < V loads vector v (each lane E
- * consecutive elements) while the last hd / 64 warps compute the angle
- * table (double pow + sincos), then one block barrier; the sum of squares
- * is a warp reduction and the rotation partner (element i +- hd / 2) sits
- * 16 lanes away. The block-wide form paid a barrier and a dependent global
- * round trip per vector (~5 us of a qwen3-8b attention task at batch 1,
- * bench/RESULTS.md). Loads and the double math run on different warps:
- * one thread holding both made the megakernel's tiles spill. */
 /* 1 when evt_llm_group_norm_rope takes the warp path for V vectors of hd */
 __device__ __forceinline__ bool evt_llm_group_norm_rope_warp_ok(int64_t V, int64_t hd)
 {
@@ -307,6 +298,15 @@ __device__ __forceinline__ void evt_llm_rope_table_warp(int64_t p, int64_t theta
         tab[half + i] = (float)sn;
     }
 }
+/* evt_llm_group_norm_rope's fast path for hd = 32 * E and V = G (+ 1)
+ * vectors <= warps - hd / 64: warp v < V loads vector v (each lane E
+ * consecutive elements) while the last hd / 64 warps compute the angle
+ * table (double pow + sincos), then one block barrier; the sum of squares
+ * is a warp reduction and the rotation partner (element i +- hd / 2) sits
+ * 16 lanes away. The block-wide form paid a barrier and a dependent global
+ * round trip per vector (~5 us of a qwen3-8b attention task at batch 1,
+ * bench/RESULTS.md). Loads and the double math run on different warps:
+ * one thread holding both made the megakernel's tiles spill. */
 template <int E>
 __device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin, int G, const evt_bf16 *wq, const evt_bf16 *kin,
                                                              const evt_bf16 *wk, int64_t p, int64_t eps_e12, int64_t theta,

@@ -29,10 +29,11 @@ struct evt_llm_attn_io {
    group, 16 bytes a lane, above the block sums and the warp path's angle
    table (evt_llm_smem[0, 320 + hd), hd <= 128 when staging); the merge area
    overlaps it once read. A staging task keeps its q heads, new k and v above
-   it, at EVT_LLM_ATTN_STAGE_QKV_OFF (at most 1152 bf16: (G + 2) * hd), not at
+   it, at EVT_LLM_ATTN_STAGE_QKV_OFF (EVT_LLM_ATTN_STAGE_QKV_BF16: (G + 2) * hd), not at
    EVT_LLM_ATTN_QKV_OFF. */
 #define EVT_LLM_ATTN_STAGE_OFF 448
 #define EVT_LLM_ATTN_STAGE_QKV_OFF (EVT_LLM_ATTN_STAGE_OFF + 7 * 2 * EVT_LLM_ATTN_U * 32 * 4)
+#define EVT_LLM_ATTN_STAGE_QKV_BF16 (2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_STAGE_QKV_OFF))
 
 __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t MP, int64_t PS, int64_t nkv, int64_t hd,
                                                      int64_t b, int64_t t, int64_t g)
@@ -44,8 +45,7 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 #define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step; the next step's loads are in flight too
                             (8 for 1 or 2 q heads per kv head made ptxas spill 112 bytes in rmsnorm) */
 #endif
-static_assert(EVT_LLM_ATTN_STAGE_QKV_OFF + 1152 / 2 <= EVT_LLM_SMEM_FLOATS,
-              "warps 1-7's staged first steps and the staging task's q / k / v fit the scratch");
+static_assert(EVT_LLM_ATTN_STAGE_QKV_BF16 >= 6 * 128, "the staging layout holds 4 q heads, k and v of head_dim 128");
 
 /* The fast path's offset of position t's cache row, in elements: its 32-bit
    slot (the page number from the request's block table btb, shifted by
@@ -368,7 +368,8 @@ __device__ __forceinline__ bool evt_llm_attn_fast_ok(const evt_llm_attn_io &io, 
    q / k / v of the staging layout fit */
 __device__ __forceinline__ bool evt_llm_attn_stage_ok(const evt_llm_attn_io &io, int64_t G, int64_t lo, int64_t hi, bool aligned)
 {
-    return EVT_LLM_ATTN_STAGE_FIRST && lo < hi && evt_tile_threads() <= 256 && io.hd <= 128 && (G + 2) * io.hd <= 1152 &&
+    return EVT_LLM_ATTN_STAGE_FIRST && lo < hi && evt_tile_threads() <= 256 && 320 + io.hd <= EVT_LLM_ATTN_STAGE_OFF &&
+           (G + 2) * io.hd <= EVT_LLM_ATTN_STAGE_QKV_BF16 &&
            evt_llm_attn_fast_ok(io, G, hi, aligned);
 }
 
