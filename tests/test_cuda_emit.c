@@ -273,6 +273,8 @@ static void records_and_tables(void **state)
     char *q = tiny_qwen3_cuda((evt_compile_opts){0});
     assert_true(count(q, "evt_wait_rec(C, W, ") >= 5);  /* GEMVs, norms, attention, merge */
     assert_true(count(q, "evt_notify_rec(C, W, R)") >= 5);
+    /* a record's notifies may be issued by another thread than the leader */
+    assert_int_equal(count(q, "EVT_REC_NOTIFIER(C)"), count(q, "evt_notify_rec(C, W, R)"));
     assert_int_equal(count(q, "const int32_t *I, const evt_task_rec *R)"), count(q, "/* template "));
     assert_non_null(strstr(q, "evt_table_smem_bytes"));
     assert_non_null(strstr(q, "if (C->tables_in_smem)"));
@@ -296,6 +298,7 @@ static void records_and_tables(void **state)
             data_templates++;
             assert_null(strstr(body, "evt_wait_rec("));
             assert_null(strstr(body, "evt_notify_rec("));
+            assert_null(strstr(body, "EVT_REC_NOTIFIER("));
         }
         free(body);
         t = next;

@@ -520,7 +520,28 @@ EVT_DEV void evt_trace_start(const evt_ctx *C, evt_worker *W, int64_t task)
     if (C->trace && EVT_LEADER) C->trace_worker[task] = W->id;
 }
 EVT_DEV void evt_trace_end(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_ENDED); }
-EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_NOTIFIED); }
+/* (by the notifier, EVT_REC_NOTIFIER, which need not be the leader) */
+EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task)
+{
+    if (C->trace) C->trace[task * EVT_TRACE_STAMPS + EVT_TRACE_NOTIFIED] = evt_now_ns();
+}
+
+/* Which thread issues the notifies of a task whose record lists them: the
+ * leader, except under a static schedule on the GPU, where the first thread
+ * of the block's last warp does, so that the leader goes on to its next task
+ * (argument build, waits) while the notify's release fence waits for the
+ * block's stores (~1 us: bench/notify_stall.cu). The block barrier of the
+ * next task still waits for it. -DEVT_NOTIFY_BY_LEADER=1 is the ablation. */
+#ifndef EVT_NOTIFY_BY_LEADER
+#define EVT_NOTIFY_BY_LEADER 0
+#endif
+#if defined(__CUDACC__)
+#define EVT_REC_NOTIFIER(C)                                                                                            \
+    (!EVT_NOTIFY_BY_LEADER && (C)->mode == EVT_MODE_STATIC && blockDim.x >= 64 ? threadIdx.x == blockDim.x - 32     \
+                                                                                 : EVT_LEADER)
+#else
+#define EVT_REC_NOTIFIER(C) EVT_LEADER
+#endif
 
 /* The barrier of a task whose waits run beside its tile (an early_loads
  * call, docs/tile-abi.md): the dispatch sets args.wait_in_tile and sends the

@@ -401,7 +401,11 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     }
     int nnotify = 0;
     for (int k = 0; k < c->nedges; k++) nnotify += c->edges[k].kind == EVT_NOTIFY;
-    evt_pr(o, "    if (EVT_LEADER && C->mode != EVT_MODE_KBK) {\n        evt_chaos(C, W); /* chaos: delay before notifies */\n");
+    if (has_rec && nnotify) /* a record's notifies need no index checks: another thread may issue them (EVT_REC_NOTIFIER) */
+        evt_pr(o, "    if ((R && R->nwait >= 0 ? EVT_REC_NOTIFIER(C) : EVT_LEADER) && C->mode != EVT_MODE_KBK) {\n");
+    else
+        evt_pr(o, "    if (EVT_LEADER && C->mode != EVT_MODE_KBK) {\n");
+    evt_pr(o, "        evt_chaos(C, W); /* chaos: delay before notifies */\n");
     /* a device-scope fence costs ~1.8 us on an H200 (bench/RESULTS.md): only
        a task that publishes something pays it */
     if (nnotify) evt_pr(o, "        evt_notify_fence(); /* one release for all of this task's notifies */\n");
