@@ -497,9 +497,14 @@ EVT_PROTO int64_t evt_trigger_owner(const evt_tensor_ref *indptr, int64_t nrange
 }
 
 /* Trace: the task's timestamps (EVT_TRACE_*, evt_ctx.h), leader only. */
+/* (by whichever thread calls it) */
+EVT_DEV void evt_trace_put(const evt_ctx *C, int64_t task, int which)
+{
+    if (C->trace) C->trace[task * EVT_TRACE_STAMPS + which] = evt_now_ns();
+}
 EVT_DEV void evt_trace_stamp(const evt_ctx *C, int64_t task, int which)
 {
-    if (C->trace && EVT_LEADER) C->trace[task * EVT_TRACE_STAMPS + which] = evt_now_ns();
+    if (EVT_LEADER) evt_trace_put(C, task, which);
 }
 /* The "taken" stamp is the leader taking the task (point 0) unless the
    kernel is built with -DEVT_TRACE_TAKEN_AT=1 (after the task's arguments are
@@ -521,10 +526,7 @@ EVT_DEV void evt_trace_start(const evt_ctx *C, evt_worker *W, int64_t task)
 }
 EVT_DEV void evt_trace_end(const evt_ctx *C, int64_t task) { evt_trace_stamp(C, task, EVT_TRACE_ENDED); }
 /* (by the notifier, EVT_REC_NOTIFIER, which need not be the leader) */
-EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task)
-{
-    if (C->trace) C->trace[task * EVT_TRACE_STAMPS + EVT_TRACE_NOTIFIED] = evt_now_ns();
-}
+EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task) { evt_trace_put(C, task, EVT_TRACE_NOTIFIED); }
 
 /* Which thread issues the notifies of a task whose record lists them: the
  * leader, except under a static schedule on the GPU, where the first thread
