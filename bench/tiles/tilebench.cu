@@ -20,6 +20,10 @@
  *                                   tiles at each batch B (shapes the models
  *                                   do not have: a split-K tile's rows and
  *                                   k range, other tile counts)
+ *   build/tilebench --l2-warm ...   weights not rotated: a tile whose weights fit
+ *                                   the L2 reads them there from the second
+ *                                   launch on (what a GEMV would gain from
+ *                                   weights pulled into L2 ahead of it)
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -141,6 +145,7 @@ static void free_all(std::vector<Ten *> &ts)
 
 static double g_copy_gbs; /* (read + write) bytes / s of cudaMemcpy D2D */
 static int g_tma = 1;     /* give the GEMV tiles tensor maps and a ring (--no-tma: the register units) */
+static int g_l2_warm = 0; /* --l2-warm: weights not rotated, so those that fit stay in L2 between launches */
 
 /* The runtime's own encoder (src/runtime/tmaps.c, from build/libevtc.a),
    given the driver's entry point the CUDA runtime already resolved. */
@@ -166,7 +171,7 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     size_t wbytes = 0, ubytes = 0;
     for (Ten *t : ts) { if (t->mode != 2) ubytes += t->bytes; if (t->weight) wbytes += t->bytes; } /* INOUT (cache) excluded */
     int ncopy = 1;
-    if (wbytes && wbytes < ((size_t)256 << 20)) ncopy = (int)(((size_t)256 << 20) / wbytes) + 1;
+    if (wbytes && wbytes < ((size_t)256 << 20) && !g_l2_warm) ncopy = (int)(((size_t)256 << 20) / wbytes) + 1;
     if (ncopy > 64) ncopy = 64;
     for (Ten *t : ts)
         if (t->weight)
@@ -461,6 +466,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--copy-only")) copy_only = 1;
         else if (!strcmp(argv[i], "--no-tma")) g_tma = 0;
+        else if (!strcmp(argv[i], "--l2-warm")) g_l2_warm = 1;
         else if (!strcmp(argv[i], "--linear") && i + 1 < argc) {
             LinearShape l;
             long long n, k, t;
