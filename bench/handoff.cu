@@ -24,22 +24,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cuda_runtime.h>
-
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_) { printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); return 1; }     \
-    } while (0)
+#include "bench_sync.cuh"
 
 enum { V_FENCE_RED, V_RED_RELEASE, V_RELAXED_POLL, V_FLAGS, V_LAST_GO, V_TWO_STAGE, V_CHAIN, V_N };
 static const char *names[V_N] = {"fence+red", "red.release", "relaxed-poll", "flags", "last-go", "2-stage", "chain (per hop)"};
 
-static __device__ __forceinline__ int ld_acquire(const int *p)
-{
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
 static __device__ __forceinline__ int ld_relaxed(const int *p)
 {
     int v;

@@ -31,28 +31,11 @@
 #include <cstdio>
 #include <vector>
 #include <cuda_runtime.h>
-
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_) { printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); return 1; }     \
-    } while (0)
+#include "bench_sync.cuh"
 
 enum { P_NONE, P_COUNTER, P_LL, P_N };
 enum { NT = 256, ROUNDS = 400 };
 
-static __device__ __forceinline__ uint64_t now_ns()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-static __device__ __forceinline__ int ld_acquire(const int *p)
-{
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
 static __device__ __forceinline__ uint64_t ld_relaxed64(const uint64_t *p)
 {
     uint64_t v;

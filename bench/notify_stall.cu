@@ -22,29 +22,11 @@
 #include <cstdio>
 #include <vector>
 #include <cuda_runtime.h>
-
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_) { printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); return 1; }     \
-    } while (0)
+#include "bench_sync.cuh"
 
 enum { V_PLAIN, V_STAMP, V_POLL_FIRST, V_NO_STORES, V_N };
 static const char *names[V_N] = {"plain", "+ stamp store", "poll right after red", "no output stores"};
 enum { NT = 7 };
-
-static __device__ __forceinline__ uint64_t now_ns()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-static __device__ __forceinline__ int ld_acquire(const int *p)
-{
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
 
 __global__ void __launch_bounds__(256) stage_rounds(int *cnt, uint64_t *st, float *out, uint64_t *junk, int rounds, int variant)
 {
