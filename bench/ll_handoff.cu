@@ -143,11 +143,12 @@ int main()
             double med[P_N];
             unsigned errs = 0;
             for (int p = 0; p < P_N; p++) {
-                CK(cudaMemset(cnt, 0, ROUNDS * sizeof(int)));
-                CK(cudaMemset(ll, 0, 2 * 8192 * sizeof(uint64_t)));
                 CK(cudaMemset(errors, 0, sizeof(unsigned)));
                 std::vector<double> best;
                 for (int rep = 0; rep < 3; rep++) {
+                    /* every run starts from zero counters and flags */
+                    CK(cudaMemset(cnt, 0, ROUNDS * sizeof(int)));
+                    CK(cudaMemset(ll, 0, 2 * 8192 * sizeof(uint64_t)));
                     rounds_kernel<<<nb, NT>>>(p, H / 2, load, wts, wbytes / 16, plain, ll, cnt, stamps, errors, sink);
                     CK(cudaGetLastError());
                     CK(cudaDeviceSynchronize());
@@ -157,8 +158,6 @@ int main()
                     for (int r = 10; r < ROUNDS; r++) d.push_back((st[r] - st[r - 1]) * 1e-3);
                     std::sort(d.begin(), d.end());
                     best.push_back(d[d.size() / 2]);
-                    CK(cudaMemset(cnt, 0, ROUNDS * sizeof(int)));
-                    CK(cudaMemset(ll, 0, 2 * 8192 * sizeof(uint64_t)));
                 }
                 std::sort(best.begin(), best.end());
                 med[p] = best[1];

@@ -496,8 +496,9 @@ EVT_PROTO int64_t evt_trigger_owner(const evt_tensor_ref *indptr, int64_t nrange
     return lo;
 }
 
-/* Trace: the task's timestamps (EVT_TRACE_*, evt_ctx.h), leader only. */
-/* (by whichever thread calls it) */
+/* Trace: the task's timestamps (EVT_TRACE_*, evt_ctx.h). evt_trace_put
+ * stamps from whichever thread calls it (the notifier's stamp);
+ * evt_trace_stamp and the stamps built on it, from the leader only. */
 EVT_DEV void evt_trace_put(const evt_ctx *C, int64_t task, int which)
 {
     if (C->trace) C->trace[task * EVT_TRACE_STAMPS + which] = evt_now_ns();
