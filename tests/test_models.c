@@ -316,14 +316,15 @@ static void argmax_ties(void **state)
     assert_int_equal(next[0], 6); /* 6 and 13 hold the maximum (6): lowest index */
 }
 
-/* rms_linear / rms_mlp_up (the norm inside the GEMV) against rmsnorm then
- * linear / mlp_up: the same function up to where bf16 rounding falls, on
- * ragged tiles that cover every row exactly once. */
+/* rms_linear / rms_mlp_up (the norm inside the GEMV, its weight folded into
+ * the matrices: Wf = bf16(W diag(wn))) against rmsnorm then linear / mlp_up
+ * with W: the same function up to where bf16 rounding falls, on ragged tiles
+ * that cover every row exactly once. */
 static void fused_norm_tiles(void **state)
 {
     (void)state;
     enum { B = 3, K = 64, N = 40 };
-    static uint16_t x[B * K], wn[K], W[N * K], W2[N * K], h[B * K], y0[B * N], y1[B * N];
+    static uint16_t x[B * K], wn[K], W[N * K], W2[N * K], Wf[N * K], W2f[N * K], h[B * K], y0[B * N], y1[B * N];
     uint32_t r = 12345;
     for (int i = 0; i < B * K; i++) { r = r * 1664525u + 1013904223u; x[i] = bf((float)(r >> 8) / 16777216.0f * 4 - 2); }
     for (int i = 0; i < K; i++) { r = r * 1664525u + 1013904223u; wn[i] = bf(0.8f + (float)(r >> 8) / 16777216.0f * 0.4f); }
@@ -331,6 +332,10 @@ static void fused_norm_tiles(void **state)
         r = r * 1664525u + 1013904223u;
         W[i] = bf((float)(r >> 8) / 16777216.0f * 0.4f - 0.2f);
         W2[i] = bf((float)(r & 0xffff) / 65536.0f * 0.4f - 0.2f);
+    }
+    for (int i = 0; i < N * K; i++) { /* the norm's weight folded in */
+        Wf[i] = bf(evt_bf16_to_f32(W[i]) * evt_bf16_to_f32(wn[i % K]));
+        W2f[i] = bf(evt_bf16_to_f32(W2[i]) * evt_bf16_to_f32(wn[i % K]));
     }
     const int64_t eps = 1000000, T = 7;
     for (int mlp = 0; mlp < 2; mlp++) {
@@ -355,13 +360,12 @@ static void fused_norm_tiles(void **state)
             a.t[0] = ref(h, 2, B, K, 1, 1);
             a.t[1] = ref(W, 2, N, K, 1, 1);
             f.t[0] = ref(x, 2, B, K, 1, 1);
-            f.t[1] = a.t[1];
+            f.t[1] = ref(Wf, 2, N, K, 1, 1);
             if (mlp) {
                 a.t[2] = ref(W2, 2, N, K, 1, 1);
                 a.t[3] = ref(y0, 2, B, N, 1, 1);
-                f.t[2] = a.t[2];
+                f.t[2] = ref(W2f, 2, N, K, 1, 1);
                 f.t[3] = ref(y1, 2, B, N, 1, 1);
-                f.t[4] = ref(wn, 1, K, 1, 1, 1);
                 a.iarg[0] = f.iarg[0] = T;
                 f.iarg[1] = eps;
                 evt_tile_mlp_up(&a);
@@ -369,7 +373,6 @@ static void fused_norm_tiles(void **state)
             } else {
                 a.t[2] = ref(y0, 2, B, N, 1, 1);
                 f.t[2] = ref(y1, 2, B, N, 1, 1);
-                f.t[3] = ref(wn, 1, K, 1, 1, 1);
                 a.iarg[0] = f.iarg[0] = T;
                 f.iarg[1] = eps;
                 evt_tile_linear(&a);
@@ -461,14 +464,26 @@ static void config_and_program(void **state)
     /* the norms inside the GEMV tiles (fuse_norm) or as calls (default) */
     o.fuse_norm = 1;
     text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "call l1_qkvproj = rms_linear(x1, l1_wqkv, l1_qkv, l1_in_norm, 128, 1000000) over (nb) in [128] {\n    wait e1_X[0]\n"));
-    assert_non_null(strstr(text, "call l1_up = rms_mlp_up(l1_xa, l1_wg, l1_wu, l1_a, l1_post_norm, "));
-    assert_non_null(strstr(text, "call lm = rms_linear(x2, "));
-    assert_null(strstr(text, "rmsnorm("));
+    assert_non_null(strstr(text, "call l1_qkvproj = rms_linear(x1, l1_wqkv, l1_qkv, 128, 1000000) over (nb) in [128] {\n    wait e1_X[0]\n"));
+    assert_non_null(strstr(text, "call l1_up = rms_mlp_up(l1_xa, l1_wg, l1_wu, l1_a, "));
+    assert_non_null(strstr(text, "call final = rmsnorm(x2, final_norm, hf, "));
+    assert_non_null(strstr(text, "call lm = linear(hf, "));
+    assert_null(strstr(text, "call l1_n1 ="));
+    assert_null(strstr(text, "call l1_n2 ="));
+    assert_null(strstr(text, "l1_in_norm"));
+    assert_null(strstr(text, "l1_post_norm"));
     assert_null(strstr(text, "event e1_H["));
     free(text);
     o.fuse_norm = 0;
+    o.fold_norms = 1; /* norm calls over the folded matrices: unit weights */
     text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "call l1_n1 = rmsnorm(x1, l1_in_norm, l1_h, 1000000) over (b) in [B] {"));
+    assert_non_null(strstr(text, "tensor l1_in_norm : bf16[64] weight = const(1)\n"));
+    assert_non_null(strstr(text, "tensor l1_post_norm : bf16[64] weight = const(1)\n"));
+    free(text);
+    o.fold_norms = 0;
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "tensor l1_in_norm : bf16[64] weight = random("));
     assert_non_null(strstr(text, "call l1_n1 = rmsnorm(x1, l1_in_norm, l1_h, 1000000) over (b) in [B] {"));
     assert_non_null(strstr(text, "call l1_qkvproj = linear(l1_h, l1_wqkv, l1_qkv, 128) over (nb) in [128] {\n    wait e1_H[0]\n"));
     assert_non_null(strstr(text, "call final = rmsnorm("));
@@ -613,13 +628,16 @@ static void check_tolerance(void **state)
 }
 
 /* evtc decode's TMA ring: the request when given, else 96 KiB exactly at the
-   batches whose GEMV tasks gain from it (49-64; none above 64, where no task
-   takes the path, nor below 49, where the smaller L1 costs what it saves) */
+   batches whose GEMV tasks gain from it (33-64; none above 64, where no task
+   takes the path, nor below 33, where the smaller L1 costs what it saves);
+   and its norms */
 static void decode_tma_ring_policy(void **state)
 {
     (void)state;
     assert_int_equal(evt_decode_tma_ring(1, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(48, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(32, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(33, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(48, 0), EVT_DECODE_TMA_RING);
     assert_int_equal(evt_decode_tma_ring(49, 0), EVT_DECODE_TMA_RING);
     assert_int_equal(evt_decode_tma_ring(64, 0), EVT_DECODE_TMA_RING);
     assert_int_equal(evt_decode_tma_ring(65, 0), 0);
@@ -627,6 +645,14 @@ static void decode_tma_ring_policy(void **state)
     assert_int_equal(evt_decode_tma_ring(64, -1), -1);      /* --tma-ring 0 */
     assert_int_equal(evt_decode_tma_ring(8, 65536), 65536); /* --tma-ring 65536 */
     assert_int_equal(evt_decode_tma_ring(100, 98304), 98304);
+    /* the norms: folded everywhere but UNFOLDED, fused up to batch 16 (AUTO) */
+    int fold = -1;
+    assert_true(evt_decode_fuse_norm(1, EVT_NORMS_AUTO, &fold) && fold == 1);
+    assert_true(evt_decode_fuse_norm(EVT_DECODE_FUSE_NORM_MAX_BATCH, EVT_NORMS_AUTO, &fold) && fold == 1);
+    assert_true(!evt_decode_fuse_norm(EVT_DECODE_FUSE_NORM_MAX_BATCH + 1, EVT_NORMS_AUTO, &fold) && fold == 1);
+    assert_true(evt_decode_fuse_norm(128, EVT_NORMS_FUSED, &fold) && fold == 1);
+    assert_true(!evt_decode_fuse_norm(1, EVT_NORMS_CALLS, &fold) && fold == 1);
+    assert_true(!evt_decode_fuse_norm(1, EVT_NORMS_UNFOLDED, &fold) && fold == 0);
 }
 
 static void tiny_decode(void **state)
@@ -642,7 +668,11 @@ static void tiny_decode(void **state)
         o.build.row_events = k == 2;
         o.build.qkv_per_head = k == 3;
         o.build.split_rope = k == 4;
-        o.build.fuse_norm = k == 1 || k == 4;
+        /* B = 1, 4, 7, 10, 13, 16: the classic norms, fused twice, folded
+           calls, and the default (fused up to 16) twice */
+        static const evt_decode_norms norms[] = {EVT_NORMS_UNFOLDED, EVT_NORMS_FUSED, EVT_NORMS_CALLS, EVT_NORMS_AUTO, EVT_NORMS_FUSED,
+                                                 EVT_NORMS_AUTO};
+        o.norms = norms[k];
         o.build.target_tasks = k == 0 ? 5 : k == 5 ? 7 : 0; /* ragged QKV tiles that straddle heads */
         evt_decode_result r;
         evt_diag d;

@@ -39,7 +39,7 @@ typedef struct cli {
     int emit_only;
     long long batch, ctx, steps, splits, page, tiles;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
-    int nalso, row_events, split_rope, fuse_norm, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
+    int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
     int no_early_loads;
 } cli;
 
@@ -63,7 +63,10 @@ static int usage(const char *msg)
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--row-events]       (ablation: per-row events between row and tile calls)\n"
             "                [--split-rope]       (ablation: q/k norm + RoPE as calls of their own before attention)\n"
-            "                [--fuse-norm]        (the RMSNorms inside the GEMV tiles, not calls of their own)\n"
+            "                [--norms auto|fused|calls|unfolded]  (auto: the norms' weights folded into the matrices, the\n"
+            "                                     norms inside the QKV and gate/up tiles up to batch 16, calls above; fused,\n"
+            "                                     calls: either form at every batch; unfolded: calls with their own weights)\n"
+            "                [--fuse-norm]        (= --norms fused)\n"
             "                [--qkv-per-head]     (attention waits for the QKV heads it reads, not the whole projection)\n"
             "                [--argmax-per-tile]  (ablation: one argmax task per row and LM-head tile)\n"
             "                [--merge-per-group]  (ablation: one attention merge per row and kv group at every batch)\n"
@@ -76,7 +79,7 @@ static int usage(const char *msg)
             "                [--stream]           (static workers copy their next GEMV weights into shared memory;\n"
             "                                      CUDA, measured slower: docs/runtime.md)\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n"
-            "                [--tma-ring BYTES]   (GPU: the GEMV tiles' TMA ring; default 96 KiB from batch 49, none below;\n"
+            "                [--tma-ring BYTES]   (GPU: the GEMV tiles' TMA ring; default 96 KiB at batch 33-64, none elsewhere;\n"
             "                                      0: none: docs/models.md)\n");
     return 2;
 }
@@ -150,7 +153,15 @@ static int parse_args(int argc, char **argv, cli *c)
         }
         else if (!strcmp(a, "--row-events")) c->row_events = 1;
         else if (!strcmp(a, "--split-rope")) c->split_rope = 1;
-        else if (!strcmp(a, "--fuse-norm")) c->fuse_norm = 1;
+        else if (!strcmp(a, "--fuse-norm")) c->norms = EVT_NORMS_FUSED;
+        else if (!strcmp(a, "--norms")) {
+            NEED();
+            static const char *names[] = {"auto", "fused", "calls", "unfolded"};
+            int k = 0;
+            while (k < 4 && strcmp(v, names[k])) k++;
+            if (k == 4) { fprintf(stderr, "evtc: --norms %s: expected auto, fused, calls or unfolded\n", v); return 2; }
+            c->norms = k;
+        }
         else if (!strcmp(a, "--prefetch")) c->prefetch = 1;
         else if (!strcmp(a, "--argmax-per-tile")) c->argmax_per_tile = 1;
         else if (!strcmp(a, "--merge-per-group")) c->merge_per_group = 1;
@@ -414,7 +425,7 @@ static int cmd_decode(cli *c)
     o.build.target_tasks = c->tiles;
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;
-    o.build.fuse_norm = c->fuse_norm;
+    o.norms = (evt_decode_norms)c->norms;
     o.build.prefetch = c->prefetch;
     o.build.argmax_per_tile = c->argmax_per_tile;
     o.build.merge_per_group = c->merge_per_group;

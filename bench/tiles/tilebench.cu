@@ -348,10 +348,9 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     float a = sqrtf(3.0f / H);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {nqkv, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, nqkv}, 1, 0, 0);
     r = run_op<linear_cuda>("qkv linear", evt_tile_linear, ts, {T_qkv}, {T_qkv}, 12, 1e-2); tally(r); layer_us += r.us; free_all(ts);
-    /* the same with the rmsnorm inside (rms_linear; not added to the step
-       estimate: it replaces rmsnorm + linear) */
+    /* the same with the rmsnorm inside (rms_linear, the norm's weight folded
+       into W; not added to the step estimate: it replaces rmsnorm + linear) */
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {nqkv, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, nqkv}, 1, 0, 0);
-    mk(ts, "wn", BF16, {H}, 0, 0.8f, 1.2f);
     r = run_op<rms_linear_cuda>("qkv rms_linear", evt_tile_rms_linear, ts, {T_qkv, eps}, {T_qkv}, 12, 1e-2); tally(r); free_all(ts);
     /* q_rope, k_rope_append */
     mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wq", BF16, {hd}, 0, 0.8f, 1.2f); mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
@@ -421,7 +420,7 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     mk(ts, "a", BF16, {B, I}, 1, 0, 0);
     r = run_op<mlp_up_cuda>("mlp_up", evt_tile_mlp_up, ts, {T_up}, {T_up}, 16, 1e-2); tally(r); layer_us += r.us; free_all(ts);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "Wg", BF16, {I, H}, 0, -a, a, true); mk(ts, "Wu", BF16, {I, H}, 0, -a, a, true);
-    mk(ts, "a", BF16, {B, I}, 1, 0, 0); mk(ts, "wn", BF16, {H}, 0, 0.8f, 1.2f);
+    mk(ts, "a", BF16, {B, I}, 1, 0, 0);
     r = run_op<rms_mlp_up_cuda>("rms_mlp_up", evt_tile_rms_mlp_up, ts, {T_up, eps}, {T_up}, 16, 1e-2); tally(r); free_all(ts);
     a = sqrtf(3.0f / I);
     mk(ts, "x", BF16, {B, I}, 0, -1, 1); mk(ts, "W", BF16, {H, I}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);

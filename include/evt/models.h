@@ -52,9 +52,15 @@ typedef struct evt_qwen3_opts {
                               QKV tiles run in one wave, and one counter measured faster) */
     int split_rope;        /* ablation: q_rope and k_rope_append as their own calls before attn_split
                               (default: attn_rope_split does all three in one task) */
-    int fuse_norm;         /* the input, post-attention and final RMSNorms inside every GEMV tile
-                              (rms_linear / rms_mlp_up) instead of rmsnorm calls of their own: fewer
-                              tasks and handoffs, measured 0-5% slower on an H200, so not the default */
+    int fuse_norm;         /* the input and post-attention RMSNorms inside the QKV and gate/up GEMV tiles
+                              (rms_linear / rms_mlp_up) instead of rmsnorm calls of their own: two
+                              handoffs fewer a layer; implies fold_norms (evt_decode's default at batch
+                              <= EVT_DECODE_FUSE_NORM_MAX_BATCH; bench/RESULTS.md session 30) */
+    int fold_norms;        /* those two norms' weights folded into the matrices after them (QKV: W diag(wn),
+                              gate and up likewise; a checkpoint loader folds them once): the model's
+                              other tensors keep their seeds and shapes; without fuse_norm the norm
+                              calls take unit weights, so both forms compute the same model from the
+                              same matrices. 0 (the default): the norms keep their own random weights */
     int argmax_per_tile;   /* ablation: one argmax task per (row, LM-head tile), each waiting on its tile
                               (B x 655 tasks for Qwen3's vocabulary), instead of about target_tasks
                               argmax tasks in all (max(1, target_tasks / B) chunks per row) after the
@@ -84,12 +90,27 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 #define EVT_DECODE_MAX_ALSO 8
 /* evt_decode's default TMA ring (evt_run_opts.tma_ring) at batches
    EVT_DECODE_TMA_MIN_BATCH..EVT_DECODE_TMA_MAX_BATCH: the GEMV tiles take the
-   TMA path at batch 17-64 (src/tiles/llm_tma.cuh), but at 17-48 the smaller L1
-   costs what it saves (qwen3-8b B=32 8.692 -> 8.700 ms, H200), and above 64 no
-   task would use the ring */
-#define EVT_DECODE_TMA_MIN_BATCH 49
+   TMA path at batch 17-64 (src/tiles/llm_tma.cuh). From 33 it pays: with the
+   ring qwen3-8b batch 40 and 48 took 11.87-11.89 and 12.16-12.17 ms/token
+   against 13.76-13.78 and 14.07-14.10 without (its gate + up and LM head on
+   the TMA path), qwen3-0.6b level at 33 and 40 (H100, session 30); at 17-32
+   the smaller L1 cost what it saved (qwen3-8b B=32 8.692 -> 8.700 ms, H200,
+   session 24, before the 3-D boxes); above 64 no task would use the ring */
+#define EVT_DECODE_TMA_MIN_BATCH 33
 #define EVT_DECODE_TMA_MAX_BATCH 64
 #define EVT_DECODE_TMA_RING (96 * 1024)
+/* evt_decode's norms (evt_decode_opts.norms): AUTO, the default, folds the
+   norm weights into the matrices at every batch and fuses the norms into the
+   GEMV tiles up to EVT_DECODE_FUSE_NORM_MAX_BATCH (above it the TMA path's
+   row sums cost more than the two handoffs they save: qwen3-8b batch 32-64
+   +2.6-3.2% on an H100, session 30), so one set of weights serves both
+   programs; FUSED and CALLS force either form over the folded weights;
+   UNFOLDED is the classic model (norm calls with their own weights). */
+#define EVT_DECODE_FUSE_NORM_MAX_BATCH 16
+typedef enum evt_decode_norms { EVT_NORMS_AUTO, EVT_NORMS_FUSED, EVT_NORMS_CALLS, EVT_NORMS_UNFOLDED } evt_decode_norms;
+/* Whether evt_decode fuses the norms at this batch (and folds their weights:
+   *fold) under `norms`. */
+int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold);
 /* The ring evt_decode runs with: `requested` as evt_run_opts.tma_ring has it
    (bytes, -1 none), or 0 (unset) for the default above. */
 int evt_decode_tma_ring(int64_t batch, int requested);
@@ -102,7 +123,8 @@ typedef struct evt_decode_opts {
     int check;             /* compare every step with the sequential reference */
     const char *dump_dir;  /* write inputs, weights and per-step tokens here */
     int quiet;
-    evt_qwen3_opts build;
+    evt_qwen3_opts build;  /* (its fuse_norm and fold_norms are set from `norms`) */
+    evt_decode_norms norms;
     evt_compile_opts compile;  /* e.g. stream_weights */
     /* More schedules timed on the same weights and step after the main one
      * (e.g. kbk and graph: the same tiles kernel by kernel, and in a CUDA

@@ -152,6 +152,12 @@ double evt_decode_check_rtol(int64_t layers)
     return layers <= 4 ? 2e-2 : 2e-2 * sqrt((double)layers / 4.0);
 }
 
+int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold)
+{
+    *fold = norms != EVT_NORMS_UNFOLDED;
+    return norms == EVT_NORMS_FUSED || (norms == EVT_NORMS_AUTO && batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH);
+}
+
 evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
 {
     evt_qwen3_config c;
@@ -161,6 +167,7 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     if (o->batch < 1 || o->ctx < 1 || o->steps < 1)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
     evt_qwen3_opts bo = o->build;
+    bo.fuse_norm = evt_decode_fuse_norm(o->batch, o->norms, &bo.fold_norms);
     if (!bo.max_batch) bo.max_batch = o->batch > 128 ? o->batch : 128;
     if (o->batch > bo.max_batch)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch %lld exceeds the program's bound %lld",

@@ -24,9 +24,12 @@
  *   n2     rmsnorm(xa) -> h2            over (b)       waits XA_i[0]       notifies H2_i[0]
  *   up     mlp_up(h2, Wg, Wu) -> a      over (nb)      waits H2_i[0]       notifies A_i[0]
  *   dn     linear_res(a, Wd, xa) -> x_{i+1}  over (nb) waits A_i[0]        notifies X_{i+1}[0]
- * (`fuse_norm`: no n1 / n2 / final norm calls; rms_linear and rms_mlp_up
- * compute the norm inside every GEMV tile and wait on X_i / XA_i directly:
- * two handoffs fewer per layer, but measured 0-5% slower, so an option.)
+ * (`fuse_norm`: no n1 / n2 calls; rms_linear and rms_mlp_up compute the
+ * norm inside every QKV and gate/up tile and wait on X_i / XA_i directly:
+ * two handoffs fewer per layer. The norms' weights are folded into those
+ * matrices (`fold_norms`, implied), so a tile only scales its dot products
+ * by rsqrt(mean(x^2) + eps); without fuse_norm, fold_norms gives the norm
+ * calls unit weights over the same matrices. The final norm stays a call.)
  * (`split_rope`, an ablation: q_rope over (b, h) and k_rope_append over
  * (b, g) as their own calls, notifying Q_i[b, h] and KV_i[b, g], which
  * attn_split waits on, notifying P_i[b, h / G]: one more handoff per layer.)
@@ -218,11 +221,22 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
 #define WEIGHT(name, shape, fan) \
     P("tensor %s : bf16[%s] weight = random(seed=%llu, lo=%.9g, hi=%.9g)\n", name, shape, (unsigned long long)++sd, \
       -sqrt(3.0 / (fan)), sqrt(3.0 / (fan)))
+    const int fold_nw = op.fold_norms || op.fuse_norm;
+#define NORMW(what)                                                                                                          \
+    do {                                                                                                                     \
+        if (fold_nw) P("tensor l%lld_" what " : bf16[%lld] weight = const(1)\n", (long long)l, (long long)H);                    \
+        else P("tensor l%lld_" what " : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)H, \
+               (unsigned long long)sd);                                                                                      \
+    } while (0)
     char nm[64], shp[128];
     snprintf(shp, sizeof shp, "%lld, %lld", (long long)V, (long long)H);
     P("tensor embed : bf16[%s] weight = random(seed=%llu, lo=-1, hi=1)\n", shp, (unsigned long long)++sd);
     for (int64_t l = 0; l < L; l++) {
-        P("tensor l%lld_in_norm : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)H, (unsigned long long)++sd);
+        /* folded norms: their weights are in the matrices (the norm calls
+           get unit weights; fused norms have none), and the other tensors
+           keep the seeds of the unfolded model */
+        ++sd;
+        if (!op.fuse_norm) NORMW("in_norm");
         snprintf(nm, sizeof nm, "l%lld_wqkv", (long long)l);
         snprintf(shp, sizeof shp, "%lld, %lld", (long long)nqkv, (long long)H);
         WEIGHT(nm, shp, (double)H);
@@ -231,7 +245,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         snprintf(nm, sizeof nm, "l%lld_wo", (long long)l);
         snprintf(shp, sizeof shp, "%lld, %lld", (long long)H, (long long)(nh * hd));
         WEIGHT(nm, shp, (double)(nh * hd));
-        P("tensor l%lld_post_norm : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)H, (unsigned long long)++sd);
+        ++sd;
+        if (!op.fuse_norm) NORMW("post_norm");
         snprintf(shp, sizeof shp, "%lld, %lld", (long long)I, (long long)H);
         snprintf(nm, sizeof nm, "l%lld_wg", (long long)l);
         WEIGHT(nm, shp, (double)H);
@@ -266,7 +281,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (SN) P("tensor l%lld_h2 : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_a : bf16[B, %lld] scratch\n", (long long)l, (long long)I);
     }
-    if (SN) P("tensor hf : bf16[B, %lld] scratch\n", (long long)H);
+    P("tensor hf : bf16[B, %lld] scratch\n", (long long)H);
     P("tensor logits : bf16[B, %lld] output\n", (long long)V);
     /* argmax chunks per row: one per LM tile (ablation), or about
        target_tasks argmax tasks in all */
@@ -287,7 +302,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         P("event e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)l, EV, (long long)l);
         if (SN) P("event e%lld_H2[%s]\n", (long long)l, EV);
     }
-    if (SN) P("event HF[%s]\n", EV);
+    P("event HF[%s]\n", EV);
     P("event LM[%lld]\nevent AP[B]\n\n", (long long)(op.argmax_per_tile ? NC : 1));
     /* calls */
     P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify e0_X[%s]\n}\n", RW);
@@ -316,8 +331,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_H%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, (long long)T_qkv, PF, i, AW, qn);
         else /* the input norm inside every tile */
-            P("call l%lld_qkvproj = rms_linear(x%lld, l%lld_wqkv, l%lld_qkv, l%lld_in_norm, %lld, %lld) over (nb) in [%lld]%s {\n"
-              "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, PF, i, AW, qn);
+            P("call l%lld_qkvproj = rms_linear(x%lld, l%lld_wqkv, l%lld_qkv, %lld, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, PF, i, AW, qn);
         if (op.split_rope) {
             P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
               "    %s\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, wq_h, i);
@@ -350,22 +365,20 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, (long long)T_up, PF, i, AW, i);
         } else {
-            P("call l%lld_up = rms_mlp_up(l%lld_xa, l%lld_wg, l%lld_wu, l%lld_a, l%lld_post_norm, %lld, %lld) over (nb) in [%lld]%s {\n"
-              "    wait e%lld_XA%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, i, (long long)T_up, eps, (long long)T_up, PF, i, AW, i);
+            P("call l%lld_up = rms_mlp_up(l%lld_xa, l%lld_wg, l%lld_wu, l%lld_a, %lld, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_XA%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, eps, (long long)T_up, PF, i, AW, i);
         }
         P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld]%s {\n"
           "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, PF, i, i + 1, AW);
     }
     const char *lm_elem = op.argmax_per_tile ? "nb" : "0", *amax_elem = op.argmax_per_tile ? "c" : "0"; /* LM[...] */
-    if (SN) {
-        P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
-          (long long)L, eps, (long long)L, RW, RW);
-        P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld]%s {\n    wait HF%s\n    notify LM[%s]\n}\n",
-          lm, (long long)NC, (long long)NC, PF, AW, lm_elem);
-    } else {
-        P("call lm = rms_linear(x%lld, %s, logits, final_norm, %lld, %lld) over (nb) in [%lld]%s {\n    wait e%lld_X%s\n    notify LM[%s]\n}\n",
-          (long long)L, lm, (long long)NC, eps, (long long)NC, PF, (long long)L, AW, lm_elem);
-    }
+    /* the final norm stays a call with fused norms too: with tied embeddings
+       the LM head's matrix is the embedding table, which its weight cannot be
+       folded into (one handoff a step) */
+    P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
+      (long long)L, eps, (long long)L, RW, RW);
+    P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld]%s {\n    wait HF%s\n    notify LM[%s]\n}\n",
+      lm, (long long)NC, (long long)NC, PF, AW, lm_elem);
     P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %s] {\n    wait LM[%s]\n    notify AP[b]\n}\n", NAx, amax_elem);
     P("call pick = argmax_final(pv, pi, next) over (b) in [B] {\n    wait AP[b]\n}\n");
     return o.buf;

@@ -10,14 +10,16 @@
  *   mlp_up(x[B, K], Wg[I, K], Wu[I, K], a[B, I], T)     over (nb): a = silu(x Wg^T) * (x Wu^T)
  *       T tiles of (nearly) equal size: tile nb holds rows [nb*N/T, (nb+1)*N/T)
  *       (integer division), so any T <= N balances, e.g. one tile per SM
- *   rms_linear(x[B, K], W[N, K], y[B, N], wn[K], T, eps_e12)            over (nb)
- *   rms_mlp_up(x[B, K], Wg[I, K], Wu[I, K], a[B, I], wn[K], T, eps_e12) over (nb)
- *       linear / mlp_up of rmsnorm(x) * wn with the norm inside the tile:
- *       every tile computes the row scales s[b] = rsqrt(mean(x[b]^2) + eps)
- *       itself (the norm needs no task, event or handoff of its own), and
- *       applies them after the dot product: y = s[b] * (bf16(x * wn) W^T)
- *       (the unfused form rounds x * s * wn to bf16 instead; the two agree
- *       to bf16 rounding)
+ *   rms_linear(x[B, K], W[N, K], y[B, N], T, eps_e12)            over (nb)
+ *   rms_mlp_up(x[B, K], Wg[I, K], Wu[I, K], a[B, I], T, eps_e12) over (nb)
+ *       linear / mlp_up of rmsnorm(x) with the norm inside the tile and its
+ *       weight wn folded into the matrices beforehand (W = bf16(W0 diag(wn)),
+ *       done once when the weights are made or loaded): every tile computes
+ *       the row scales s[b] = rsqrt(mean(x[b]^2) + eps) itself (the norm
+ *       needs no task, event or handoff of its own) and applies them after
+ *       the dot product: y = s[b] * (x W^T) (the unfused form rounds
+ *       x * s * wn to bf16 and W0 stays apart; the two agree to bf16
+ *       rounding)
  *   q_rope(qkv[B, Nqkv], wq[hd], pos[B], q[B, nh, hd], eps_e12, theta)   over (b, h)
  *       per-head RMSNorm of q head h, then rotate-half RoPE at position pos[b]
  *   k_rope_append(qkv, wk[hd], pos[B], bt[B, MP], kc[NP, PS, nkv, hd], vc[...], nh, eps_e12, theta)
@@ -155,21 +157,10 @@ void evt_tile_mlp_up(const evt_task_args *a)
         }
 }
 
-/* dot(bf16(x * wn), w): the fused-norm tiles' input rounded as it is read */
-static float dot_scaled(const bf16 *x, const bf16 *wn, const bf16 *w, int64_t K)
-{
-    float s = 0;
-    for (int64_t k = 0; k < K; k++) {
-        bf16 h;
-        st(&h, 0, ld(x, k) * ld(wn, k));
-        s += ld(&h, 0) * ld(w, k);
-    }
-    return s;
-}
-
-/* The fused-norm GEMV: rows [n0, n1) of W (and W2 when given) against
- * bf16(x[b] * wn), scaled by the row's rms scale after the dot product. */
-static void rms_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, const bf16 *wn, bf16 *y, int64_t T, int64_t eps_e12)
+/* The fused-norm GEMV: rows [n0, n1) of W (and W2 when given, the norm's
+ * weight folded into both) against x[b], scaled by the row's rms scale after
+ * the dot product. */
+static void rms_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, bf16 *y, int64_t T, int64_t eps_e12)
 {
     const bf16 *x = a->t[0].ptr;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
@@ -177,9 +168,9 @@ static void rms_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, cons
     for (int64_t b = 0; b < B && n0 < n1; b++) {
         float s = rms_scale(x + b * K, K, eps_e12);
         for (int64_t n = n0; n < n1; n++) {
-            float g = dot_scaled(x + b * K, wn, W + n * K, K) * s;
+            float g = dot(x + b * K, W + n * K, K) * s;
             if (!W2) { st(y, b * N + n, g); continue; }
-            float u = dot_scaled(x + b * K, wn, W2 + n * K, K) * s;
+            float u = dot(x + b * K, W2 + n * K, K) * s;
             st(y, b * N + n, g / (1.0f + expf(-g)) * u);
         }
     }
@@ -187,12 +178,12 @@ static void rms_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, cons
 
 void evt_tile_rms_linear(const evt_task_args *a)
 {
-    rms_rows(a, a->t[1].ptr, NULL, a->t[3].ptr, a->t[2].ptr, a->iarg[0], a->iarg[1]);
+    rms_rows(a, a->t[1].ptr, NULL, a->t[2].ptr, a->iarg[0], a->iarg[1]);
 }
 
 void evt_tile_rms_mlp_up(const evt_task_args *a)
 {
-    rms_rows(a, a->t[1].ptr, a->t[2].ptr, a->t[4].ptr, a->t[3].ptr, a->iarg[0], a->iarg[1]);
+    rms_rows(a, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, a->iarg[0], a->iarg[1]);
 }
 
 /* RMSNorm over one head (weight w) then rotate-half RoPE at position p. */

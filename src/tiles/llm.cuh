@@ -21,11 +21,12 @@
  *       Batches 17-64 with a TMA ring (evt_run_opts.tma_ring) and many
  *       weight rows per task: TMA boxes into shared memory and wgmma
  *       instead (llm_tma.cuh).
- *   rms_linear / rms_mlp_up: the same GEMV on bf16(x * wn) (wn fragments
- *       loaded beside x's, the product rounded as the C reference rounds
- *       it), the row scales rsqrt(mean(x^2) + eps) computed by the block
- *       (evt_llm_rms_scales) while the last warps finish, applied in the
- *       epilogue.
+ *   rms_linear / rms_mlp_up: the same GEMV (the norm's weight is folded
+ *       into the matrices), times the row scales rsqrt(mean(x^2) + eps) in
+ *       the epilogue: the register units sum the squares of the x fragments
+ *       they load anyway, the TMA path's consumers those of each stage's x
+ *       box while its wgmmas run (no pass over x of their own, so the first
+ *       weight loads still go out before the waits).
  *   *_prefetch_cuda: run by the worker's leader alone before its waits:
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
  *       bytes of) the task's weight rows, one contiguous range of W (a call

@@ -67,21 +67,6 @@ __device__ __forceinline__ uint4 evt_llm_lds(uint32_t addr)
  * dominates the loads otherwise). Row n of weight w is at Ww + (n - wrow0) * K:
  * global memory (SM false, wrow0 0) or the weight stream's rows in shared
  * memory (SM true, wrow0 the first of them). */
-/* bf16(x * wn) of 8 packed bf16 pairs (the fused-norm input, rounded as
-   the C reference rounds it) */
-__device__ __forceinline__ uint4 evt_llm_mul8(uint4 x, uint4 w)
-{
-    uint4 r;
-    const uint32_t *u = &x.x, *v = &w.x;
-    uint32_t *o = &r.x;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        __nv_bfloat162 p = __floats2bfloat162_rn(evt_llm_lo(u[j]) * evt_llm_lo(v[j]), evt_llm_hi(u[j]) * evt_llm_hi(v[j]));
-        o[j] = *(uint32_t *)&p;
-    }
-    return r;
-}
-
 /* ss plus the squares of 8 packed bf16 values, added pair by pair in order
    (the fused-norm row scales' sum) */
 __device__ __forceinline__ float evt_llm_sumsq8(float ss, uint4 v)
@@ -93,9 +78,9 @@ __device__ __forceinline__ float evt_llm_sumsq8(float ss, uint4 v)
 }
 
 template <int NB8, int NW, int RT, bool NORM, bool SM, bool EARLY>
-__device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, const evt_bf16 *wn,
-                                             int64_t K, int64_t wrow0, int64_t n0, int64_t n1, int64_t b0, int64_t B,
-                                             int64_t c0, int64_t c1, float acc[NW][RT][NB8][4], const evt_task_args *wa)
+__device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, int64_t K, int64_t wrow0, int64_t n0, int64_t n1, int64_t b0, int64_t B,
+                                             int64_t c0, int64_t c1, float acc[NW][RT][NB8][4], float (&ss)[NB8],
+                                             const evt_task_args *wa)
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     bool rok[RT][2];
@@ -142,7 +127,7 @@ __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
     constexpr int UN = (NB8 == 1 && RT == 1) ? (EVT_LLM_UN_SMALL / NW > 0 ? EVT_LLM_UN_SMALL / NW : 1) : FIT > 4 ? 4 : FIT < 1 ? 1 : FIT;
     int64_t c = c0;
     for (; c < c1; c += UN) {
-        uint4 w[UN][NW][RT][2], xv[UN][NB8], wv[UN];
+        uint4 w[UN][NW][RT][2], xv[UN][NB8];
 #pragma unroll
         for (int u = 0; u < UN; u++) {
             int64_t k = (c + u) * 32;
@@ -159,7 +144,6 @@ __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
             if constexpr (!EARLY) {
 #pragma unroll
                 for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
-                if (NORM) wv[u] = kok ? __ldg((const uint4 *)(wn + 8 * t + k)) : z;
             }
         }
         if constexpr (EARLY) {
@@ -175,14 +159,13 @@ __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
                 bool kok = c + u < c1;
 #pragma unroll
                 for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
-                if (NORM) wv[u] = kok ? __ldg((const uint4 *)(wn + 8 * t + k)) : z;
             }
         }
-        if (NORM) {
+        if (NORM) { /* the rows' sums of squares from the x fragments as loaded */
 #pragma unroll
             for (int u = 0; u < UN; u++)
 #pragma unroll
-                for (int j = 0; j < NB8; j++) xv[u][j] = evt_llm_mul8(xv[u][j], wv[u]);
+                for (int j = 0; j < NB8; j++) ss[j] = evt_llm_sumsq8(ss[j], xv[u][j]);
         }
 #pragma unroll
         for (int u = 0; u < UN; u++)
@@ -201,62 +184,20 @@ __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
     return false;
 }
 
-/* Row scales of the fused-norm tiles: evt_llm_rms[b] = rsqrt(mean(x[b]^2)
- * + eps) for b < B <= 128, a warp per row (all threads call it; a barrier
- * must follow before the scales are read). */
-static __shared__ float evt_llm_rms[128];
-__device__ __forceinline__ void evt_llm_rms_scales(const evt_bf16 *x, int64_t B, int64_t K, float eps)
+/* The fused-norm row scale rsqrt(mean(x^2) + eps) from a sum of squares. */
+__device__ __forceinline__ float evt_llm_rms_scale(float ss, int64_t K, float eps) { return 1.0f / sqrtf(ss / (float)K + eps); }
+
+/* The sum of squares of lane (g, t)'s x fragments (batch row g of the
+ * unit's 8-row group, k slice t) added across t: every lane of row g holds
+ * the row's sum over the unit's k range. */
+__device__ __forceinline__ float evt_llm_ss_rows(float ss)
 {
-    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
-    if (B <= 2 && K / 8 <= 8 * (int64_t)evt_tile_threads() && nwarps <= 32) {
-        /* few rows: the whole block on each row (one load round trip per
-           row instead of K / 256), warps' partials summed in order */
-        static __shared__ float part[2][32];
-        for (int64_t b = 0; b < B; b++) {
-            const uint4 *xr = (const uint4 *)(x + b * K);
-            uint4 v[8];
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                int64_t c = threadIdx.x + (int64_t)i * evt_tile_threads();
-                v[i] = c < K / 8 ? evt_llm_ldx((const evt_bf16 *)(xr + c)) : make_uint4(0, 0, 0, 0);
-            }
-            float ss = 0;
-#pragma unroll
-            for (int i = 0; i < 8; i++) ss = evt_llm_sumsq8(ss, v[i]);
-            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-            if (lane == 0) part[b][warp] = ss;
-        }
-        evt_tile_sync();
-        if (threadIdx.x < B) {
-            float ss = 0;
-            for (int w = 0; w < nwarps; w++) ss += part[threadIdx.x][w];
-            evt_llm_rms[threadIdx.x] = 1.0f / sqrtf(ss / (float)K + eps);
-        }
-        return;
-    }
-    for (int64_t b = warp; b < B; b += nwarps) {
-        const evt_bf16 *xr = x + b * K;
-        float ss = 0;
-        int64_t k8 = lane;
-        for (; k8 + 96 < K / 8; k8 += 128) { /* four loads in flight */
-            uint4 v[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) v[i] = evt_llm_ldx(xr + 8 * (k8 + 32 * i));
-#pragma unroll
-            for (int i = 0; i < 4; i++) ss = evt_llm_sumsq8(ss, v[i]);
-        }
-        for (; k8 < K / 8; k8 += 32) ss = evt_llm_sumsq8(ss, evt_llm_ldx(xr + 8 * k8));
-        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-        if (lane == 0) evt_llm_rms[b] = 1.0f / sqrtf(ss / (float)K + eps);
-    }
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+    return ss + __shfl_xor_sync(0xffffffffu, ss, 2);
 }
 
-/* The fused-norm tiles' input-norm weight and eps (NORM), else NULL. */
-template <int MODE, bool NORM>
-__device__ __forceinline__ const evt_bf16 *evt_llm_norm_w(const evt_task_args *a)
-{
-    return NORM ? (const evt_bf16 *)a->t[MODE == 2 ? 4 : 3].ptr : (const evt_bf16 *)0;
-}
+/* The fused-norm tiles' eps (NORM: the norm's weight is folded into the
+   matrices, so x is used as it is and only the row scales are added). */
 template <bool NORM>
 __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { return NORM ? (float)a->iarg[1] * 1e-12f : 0.f; }
 
@@ -273,7 +214,6 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
                                                  int64_t n0, int64_t n1)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
-    const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
     constexpr int BB = 8 * NB8, RB = 16 * RT;
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
@@ -286,28 +226,41 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int ksplit = U >= nwarps ? 1 : nwarps / U;
     if (ksplit > nch) ksplit = nch;
-    if (ksplit * U * RB * BB * NW > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW);
+    const int SSF = NORM ? nbg * BB : 0; /* a k split's sums of squares (rows of x) after the partials */
+    if (ksplit * (U * RB * BB * NW + SSF) > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW + SSF);
     if (ksplit < 1) ksplit = 1;
     /* EARLY: the task's barrier with warp 0's waits (evt_tile_wait, once in
        every thread) after the first weight loads of the warp's first unit,
-       or before everything when the fused norm's row scales (x) come first
-       or the units hold more than EVT_LLM_EARLY_MAX_NB8 x 8 batch rows */
+       or before everything when the units hold more than
+       EVT_LLM_EARLY_MAX_NB8 x 8 batch rows. NORM: each unit sums the squares
+       of the x it loads (its k range of its batch rows), so the row scales
+       cost no pass over x of their own and need nothing before the units */
     const evt_task_args *wa = EARLY ? a : nullptr;
-    if (EARLY && (NB8 > EVT_LLM_EARLY_MAX_NB8 || (NORM && ksplit == 1))) {
+    const float eps = evt_llm_norm_eps<NORM>(a);
+    if (EARLY && NB8 > EVT_LLM_EARLY_MAX_NB8) {
         if (evt_tile_wait(a)) return;
         wa = nullptr;
     }
     if (ksplit == 1) {
-        if (NORM) {
-            evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
-            evt_tile_sync();
-        }
         for (int u = warp; u < U; u += nwarps) {
             int rt = u / nbg, bg = u % nbg;
-            float acc[NW][RT][NB8][4] = {};
+            float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
-            if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, wn, K, wrow0, r0, n1, b0, B, 0, nch, acc, wa)) return;
+            if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, r0, n1, b0, B, 0, nch, acc, ss, wa)) return;
             wa = nullptr;
+            /* the unit covered all of K: its sums are the rows' whole sums;
+               output (e & 1) of lane t is batch row 2t + (e & 1), whose sum
+               lane 4 (2t + (e & 1)) holds */
+            float sc[NB8][2];
+#pragma unroll
+            for (int j = 0; j < NB8; j++) {
+                sc[j][0] = sc[j][1] = 1.f;
+                if (NORM) {
+                    float r = evt_llm_ss_rows(ss[j]);
+                    sc[j][0] = evt_llm_rms_scale(__shfl_sync(0xffffffffu, r, 8 * t), K, eps);
+                    sc[j][1] = evt_llm_rms_scale(__shfl_sync(0xffffffffu, r, 8 * t + 4), K, eps);
+                }
+            }
 #pragma unroll
             for (int r = 0; r < RT; r++)
 #pragma unroll
@@ -315,10 +268,8 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         int64_t n = r0 + r * 16 + g + (e >> 1) * 8, b = b0 + 8 * j + 2 * t + (e & 1);
-                        if (n < n1 && b < B) {
-                            float sc = NORM ? evt_llm_rms[b] : 1.f;
-                            evt_llm_out<MODE>(a, b, n, acc[0][r][j][e] * sc, acc[NW - 1][r][j][e] * sc);
-                        }
+                        if (n < n1 && b < B)
+                            evt_llm_out<MODE>(a, b, n, acc[0][r][j][e] * sc[j][e & 1], acc[NW - 1][r][j][e] * sc[j][e & 1]);
                     }
         }
         if (EARLY && wa) evt_tile_wait(wa); /* a warp without units (the result is the other threads') */
@@ -326,12 +277,20 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     }
     /* fewer units than warps: split K, partials in shared memory */
     float *part = evt_llm_smem; /* [ks][u][w][RB][BB] */
+    float *sspart = part + ksplit * U * RB * BB * NW; /* NORM: [ks][bg][BB], from the units of row tile 0 */
     if (warp < U * ksplit) {
         int u = warp % U, ks = warp / U;
         int rt = u / nbg, bg = u % nbg;
         int c0 = nch * ks / ksplit, c1 = nch * (ks + 1) / ksplit;
-        float acc[NW][RT][NB8][4] = {};
-        if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, wn, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc, wa)) return;
+        float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
+        if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc, ss, wa)) return;
+        if (NORM) {
+#pragma unroll
+            for (int j = 0; j < NB8; j++) {
+                float r = evt_llm_ss_rows(ss[j]);
+                if (rt == 0 && t == 0) sspart[(ks * nbg + bg) * BB + 8 * j + g] = r;
+            }
+        }
 #pragma unroll
         for (int q = 0; q < NW; q++)
 #pragma unroll
@@ -346,8 +305,6 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     } else if (wa && evt_tile_wait(a)) {
         return;
     }
-    /* the row scales here, not first: their loads overlap the slower warps */
-    if (NORM) evt_llm_rms_scales(x, B, K, evt_llm_norm_eps<NORM>(a));
     evt_tile_sync();
     for (int i = threadIdx.x; i < U * RB * BB; i += evt_tile_threads()) {
         int u = i / (RB * BB), r = (i / BB) % RB, bb = i % BB;
@@ -358,7 +315,12 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
             s0 += part[(((ks * U + u) * NW + 0) * RB + r) * BB + bb];
             s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * BB + bb];
         }
-        float sc = NORM ? evt_llm_rms[b] : 1.f;
+        float sc = 1.f;
+        if (NORM) { /* the k splits' sums in order */
+            float q = 0;
+            for (int ks = 0; ks < ksplit; ks++) q += sspart[(ks * nbg + u % nbg) * BB + bb];
+            sc = evt_llm_rms_scale(q, K, eps);
+        }
         evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
     }
 }
@@ -367,7 +329,6 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
 template <int MODE, bool NORM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
 {
-    const evt_bf16 *wn = evt_llm_norm_w<MODE, NORM>(a);
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
     const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
@@ -379,10 +340,7 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
         float s0 = 0, s1 = 0, ss = 0;
         for (int64_t k = lane; k < K; k += 32) {
             float xv = evt_llm_ld(x, b * K + k);
-            if (NORM) { /* the row's sum of squares on the way */
-                ss += xv * xv;
-                xv = __bfloat162float(__float2bfloat16_rn(xv * __bfloat162float(__ldg(wn + k))));
-            }
+            if (NORM) ss += xv * xv; /* the row's sum of squares on the way */
             s0 += xv * __bfloat162float(__ldg(W0 + n * K + k));
             if (MODE == 2) s1 += xv * __bfloat162float(__ldg(W1 + n * K + k));
         }
@@ -442,8 +400,7 @@ template <int MODE, bool NORM, bool EARLY = false>
 __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
 {
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0) |
-                   (uintptr_t)evt_llm_norm_w<MODE, NORM>(a);
+    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0);
     if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM, EARLY>(a); return; }
     const evt_bf16 *W0 = (const evt_bf16 *)a->t[1].ptr, *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T, n0, n1; /* rows per tile, at most */
@@ -452,8 +409,7 @@ __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
         if constexpr (EARLY) evt_tile_wait(a);
         return;
     }
-    if constexpr (!NORM)
-        if (!(EVT_STREAM && a->stream > 0) && evt_llm_gemv_tma<MODE, EARLY>(a, n0, n1)) return;
+    if (!(EVT_STREAM && a->stream > 0) && evt_llm_gemv_tma<MODE, EARLY, NORM>(a, n0, n1)) return;
 #if EVT_STREAM
     /* the first ns rows of the band came through the weight stream (the
        worker's leader copied rows [n0, n0 + ns) of W, and of Wu for mlp_up,

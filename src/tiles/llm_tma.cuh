@@ -46,11 +46,11 @@
  * k and matrix took qwen3-8b's o at batch 64 34.2 us, 3-D boxes of 4 chunks
  * 20.8 (register units 27.9). ptxas serialises the wgmmas of a called
  * function (C7510); inlined they measured the same.
- * Shapes it takes (else the register units run): no fused norm, batch
+ * Shapes it takes (else the register units run): batch
  * EVT_TMA_MIN_B..64, K % 64 == 0, enough rows, maps for x and the weights
  * (the runtime encodes EVT_TMA_BOXES per bf16 matrix of whole 64-column
  * chunks: src/runtime/tmaps.c), a ring of at least two one-chunk stages
- * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 49-64: more shrinks L1 and slows the
+ * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 33-64: more shrinks L1 and slows the
  * other tiles, less holds too few stages). */
 #ifndef EVT_TILE_LLM_TMA_CUH
 #define EVT_TILE_LLM_TMA_CUH
@@ -218,9 +218,34 @@ __device__ __forceinline__ int evt_tma_pass_rows8(int R, int p, int NT)
     return ((R - p * NT < NT ? R - p * NT : NT) + 7) & ~7;
 }
 
+/* NORM (rms_linear, rms_mlp_up): the sums of squares of x's rows, taken by
+   the consumers from each stage's x box of the first pass while its wgmmas
+   run. Consumer thread i sums row i % 64 over half the row's 16-byte
+   chunks (i / 64 picks which half; with the 128-byte swizzle, chunk c of row
+   r lies at c ^ (r % 8), so taking them in that order spreads a warp over
+   all banks). */
+__device__ __forceinline__ float evt_tma_ss_stage(uint32_t xs, uint32_t xp, int U, int xrows, float ss)
+{
+    const int r = threadIdx.x & 63, h = threadIdx.x >> 6;
+    if (r >= xrows) return ss;
+    for (int u = 0; u < U; u++) {
+        const uint32_t row = xs + (uint32_t)u * xp + (uint32_t)r * 128u;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            uint4 v;
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "r"(row + (uint32_t)(((4 * h + c) ^ (r & 7)) * 16)));
+            ss = evt_llm_sumsq8(ss, v);
+        }
+    }
+    return ss;
+}
+static __shared__ float evt_tma_ss[128]; /* NORM: the two halves of each row's sum */
+
 /* The task's rows [n0, n1): see the header. An early-loads task whose waits
    report an aborting launch leaves once its weight boxes have landed. */
-template <int MODE, int NT, bool EARLY>
+template <int MODE, int NT, bool EARLY, bool NORM>
 __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
@@ -327,6 +352,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
         for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
     int s = 0, kt = 0, p = 0;
     uint32_t par = phase;
+    float ss = 0.f, sc[2] = {1.f, 1.f}; /* NORM: this thread's share of a row's sum; its output rows' scales */
     for (int j = 0; j < J; j++) {
         evt_tma_wait(full0 + 8 * s, par >> s & 1u);
         const uint32_t xs = ring0 + (uint32_t)s * SLOT, ws = xs + (uint32_t)U * XREG;
@@ -344,16 +370,26 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             }
         }
         evt_tma_wg_commit();
+        if (NORM && p == 0) ss = evt_tma_ss_stage(xs, xp, U, xrows, ss); /* beside the wgmmas */
         evt_tma_wg_wait_all(); /* the slot's data is read: release it */
         __syncwarp();
         if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
         if (++kt == KT) { /* the pass's rows are done */
+            if (NORM && p == 0) { /* the rows' sums are complete: the scales of this thread's rows b0, b0 + 8 */
+                evt_tma_ss[threadIdx.x] = ss;
+                asm volatile("bar.sync 1, 128;" ::: "memory"); /* warpgroup 0 alone */
+                const int b0 = warp * 16 + (lane >> 2);
+                const float eps = (float)a->iarg[1] * 1e-12f;
+                sc[0] = evt_llm_rms_scale(evt_tma_ss[b0] + evt_tma_ss[64 + b0], K, eps);
+                sc[1] = evt_llm_rms_scale(evt_tma_ss[b0 + 8] + evt_tma_ss[64 + b0 + 8], K, eps);
+            }
             const int64_t rw = n0 + (int64_t)p * NT;
             const int mine = (int)(n1 - rw < NT ? n1 - rw : NT);
 #pragma unroll
             for (int i = 0; i < NT / 2; i++) {
                 int b = warp * 16 + (lane >> 2) + 8 * ((i >> 1) & 1), c = (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
-                if (b < B && c < mine) evt_llm_out<MODE>(a, b, rw + c, acc[0][i], acc[NW - 1][i]);
+                const float f = sc[(i >> 1) & 1];
+                if (b < B && c < mine) evt_llm_out<MODE>(a, b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
             }
 #pragma unroll
             for (int q = 0; q < NW; q++)
@@ -382,7 +418,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
  * header); false: nothing was done, the caller runs the register units.
  * (A launch aborting in the task's waits needs no report: the dispatch
  * stops after the tile either way.) */
-template <int MODE, bool EARLY>
+template <int MODE, bool EARLY, bool NORM>
 __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t n0, int64_t n1)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
@@ -402,7 +438,7 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
 #define EVT_TMA_TRY(NT)                                                                             \
     if (rows <= NT || NT == (NW == 2 ? 96 : 128)) {                                                 \
         if (a->tma_ring_bytes < 2 * (8192u + NW * NT * 128u)) return false;                         \
-        evt_tma_gemv<MODE, NT, EARLY>(a, io, n0, n1);                                               \
+        evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1);                                         \
         return true;                                                                                \
     }
     EVT_TMA_TRY(16)

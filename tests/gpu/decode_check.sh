@@ -16,8 +16,8 @@
 # at 100); EVT_STREAM_RING=12288 shrinks the ring below every band, so each
 # task takes a prefix of its rows from shared memory and the rest from global
 # memory. The default build and --prefetch (L2 prefetch hook) run the register
-# path only (batch 40: the GEMV units that hold every
-# batch row; 100: two passes of 64 rows); --no-records runs the static schedule with
+# units (batch 40: the GEMV units that hold every batch row, the LM head on
+# the TMA path; 100: two passes of 64 rows); --no-records runs the static schedule with
 # its maps evaluated on the device (no task records, launch tables in
 # global memory). ctx 600 at B = 20: one split of 601 positions per task
 # (ten steps of the attention's pipelined loop per warp). The attention
@@ -27,7 +27,7 @@
 # heads per kv head) on most warps, in the short-context cases on few.
 # The default build's GEMV tiles issue their first weight loads while warp 0
 # runs the task's waits (early loads: every batch, every schedule with task
-# records; at 12 with the fused norms, which wait first); --no-early-loads
+# records, the fused norms too); --no-early-loads
 # runs the plain form (waits, then the tile), early-b40 builds the tiles with
 # -DEVT_LLM_EARLY_MAX_NB8=1 (early loads at B <= 8 only). The attention sums
 # its scores by a reduce-scatter for 2 q heads per kv head (qwen3-mid) and by
@@ -42,13 +42,21 @@
 # The uneven cases (tests/gpu/qwen3-uneven.json: qwen3-8b's QKV and MLP
 # widths and 4 q heads per kv head on a 1024-wide model, 2 layers) give the
 # GEMV tiles unit counts that do not divide the 8 warps (QKV 3 at B <= 8,
-# gate + up 6 at every batch, 12 at 100, the LM head 15); at 12 also with
-# the fused norms.
+# gate + up 6 at every batch, 12 at 100, the LM head 15).
+# The norms (evtc decode --norms): by default their weights are folded into
+# the QKV and gate/up matrices, and up to batch 16 the norms run inside
+# those tiles (rms_linear, rms_mlp_up: every case at B <= 16 but the
+# -unfolded and -calls ones; the units sum the squares of x as they load it,
+# QKV's 3 uneven units splitting K between warps, gate + up's 6 not), above
+# as calls with unit weights; -fusenorm forces them into the tiles at 40
+# and 64 (at 64 the TMA path's consumers sum each stage's x box), -calls
+# keeps the calls at 4, -unfolded is the classic model (norm calls with
+# weights of their own).
 # The page12 cases use 12-token KV pages: the attention's fast path needs a
 # power-of-two page size, so these take its generic path (one split at b12,
 # merge_last at b4; 2 and 4 q heads per kv head).
 # The GEMV tiles take the TMA + wgmma path (src/tiles/llm_tma.cuh) where the
-# run reserves a TMA ring (evtc decode: at batch 49-64, or --tma-ring) and a
+# run reserves a TMA ring (evtc decode: at batch 33-64, or --tma-ring) and a
 # task has enough weight rows (batches 17-64; above 64, as in uneven-b100,
 # the register units run): at 64 (uneven-b64, -b64-attn-rs) the QKV (47
 # rows), gate + up (93 x 2) and the LM head, with early loads (the weight boxes before warp 0's waits);
@@ -106,13 +114,17 @@ run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
 run_case uneven-b1 tests/gpu/qwen3-uneven.json 1 40 2
 run_case uneven-b2-ctx300 tests/gpu/qwen3-uneven.json 2 300 2
 run_case uneven-b4 tests/gpu/qwen3-uneven.json 4 40 2
-run_case uneven-b12-fusenorm tests/gpu/qwen3-uneven.json 12 40 2 --fuse-norm
+run_case uneven-b12-unfolded tests/gpu/qwen3-uneven.json 12 40 2 --norms unfolded
+run_case uneven-b40-fusenorm tests/gpu/qwen3-uneven.json 40 33 2 --fuse-norm
+run_case uneven-b64-fusenorm tests/gpu/qwen3-uneven.json 64 40 2 --fuse-norm
 run_case uneven-b32 tests/gpu/qwen3-uneven.json 32 40 2
 run_case uneven-b64 tests/gpu/qwen3-uneven.json 64 40 2
 run_case uneven-b100 tests/gpu/qwen3-uneven.json 100 20 2
 run_case mid-b4-prefetch tests/gpu/qwen3-mid.json 4 64 2 --prefetch
 run_case mid-b20-ctx600 tests/gpu/qwen3-mid.json 20 600 2
-run_case mid-b12-fusenorm tests/gpu/qwen3-mid.json 12 64 2 --fuse-norm
+run_case mid-b4-calls tests/gpu/qwen3-mid.json 4 64 2 --norms calls
+run_case mid-b64-fusenorm tests/gpu/qwen3-mid.json 64 64 2 --fuse-norm
+run_case tiny-b2-unfolded examples/qwen3-tiny.json 2 32 3 --norms unfolded
 run_case tiny-b2-noearly examples/qwen3-tiny.json 2 32 3 --no-early-loads
 run_case mid-b4-noearly tests/gpu/qwen3-mid.json 4 64 2 --no-early-loads
 run_case mid-b6-norecords tests/gpu/qwen3-mid.json 6 64 2 --no-records

@@ -7,7 +7,12 @@
 # tests/gpu/qwen3_ref.py DIR (step-0 logits rel-err <= 2e-2, argmax agreement
 # >= 95% with near-ties counted). Cases: examples/qwen3-tiny.json,
 # tests/gpu/qwen3-mid.json (4 layers of qwen3-0.6b shapes), qwen3-0.6b
-# (skipped with --quick). Prints "N passed, N failed"; exit status 1 on any failure.
+# (skipped with --quick). By default the decode folds the input and
+# post-attention norms' weights into the matrices after them and fuses the
+# norms into those GEMV tiles up to batch 16 (mid-b20: norm calls with unit
+# weights); the reference then runs with unit norm weights over the same
+# matrices (qwen3_ref.py); tiny-b2-unfolded keeps the classic model.
+# Prints "N passed, N failed"; exit status 1 on any failure.
 set -u
 cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp/evt-qwen3}/qwen3
@@ -36,6 +41,8 @@ run_case() { # name model batch ctx steps [extra evtc args]
 }
 run_case tiny-b2 examples/qwen3-tiny.json 2 32 8
 run_case mid-b4 tests/gpu/qwen3-mid.json 4 64 4
+run_case mid-b20 tests/gpu/qwen3-mid.json 20 64 4
+run_case tiny-b2-unfolded examples/qwen3-tiny.json 2 32 8 --norms unfolded
 if [ "${1:-}" != "--quick" ]; then
     run_case tiny-b5-dynamic examples/qwen3-tiny.json 5 40 4 --sched dynamic
     run_case qwen3-0.6b-b2 qwen3-0.6b 2 128 4

@@ -204,6 +204,12 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     W = {e["name"]: load(d, e, dev) for e in man["tensors"]}
+    # a program with the norms inside the GEMV tiles (the default) has their
+    # weights folded into the matrices: the model it computes has unit norms
+    H = man["config"]["hidden_size"]
+    for l in range(man["config"]["num_hidden_layers"]):
+        for n in ("in_norm", "post_norm"):
+            W.setdefault(f"l{l}_{n}", torch.ones(H, dtype=torch.bfloat16, device=dev))
     c = man["config"]
     B, S, ps, mp, L = man["batch"], man["steps"], man["page_size"], man["max_pages"], c["num_hidden_layers"]
     step0 = {e["name"]: load(d, e, dev) for e in man["step0"]}
