@@ -221,12 +221,14 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
 #define WEIGHT(name, shape, fan) \
     P("tensor %s : bf16[%s] weight = random(seed=%llu, lo=%.9g, hi=%.9g)\n", name, shape, (unsigned long long)++sd, \
       -sqrt(3.0 / (fan)), sqrt(3.0 / (fan)))
+    /* an input or post-attention norm weight: unit when folded into the
+       matrices after it, else random (seed sd) */
     const int fold_nw = op.fold_norms || op.fuse_norm;
-#define NORMW(what)                                                                                                          \
-    do {                                                                                                                     \
-        if (fold_nw) P("tensor l%lld_" what " : bf16[%lld] weight = const(1)\n", (long long)l, (long long)H);                    \
+#define NORMW(what)                                                                                                            \
+    do {                                                                                                                       \
+        if (fold_nw) P("tensor l%lld_" what " : bf16[%lld] weight = const(1)\n", (long long)l, (long long)H);                   \
         else P("tensor l%lld_" what " : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)H, \
-               (unsigned long long)sd);                                                                                      \
+               (unsigned long long)sd);                                                                                        \
     } while (0)
     char nm[64], shp[128];
     snprintf(shp, sizeof shp, "%lld, %lld", (long long)V, (long long)H);

@@ -78,9 +78,9 @@ __device__ __forceinline__ float evt_llm_sumsq8(float ss, uint4 v)
 }
 
 template <int NB8, int NW, int RT, bool NORM, bool SM, bool EARLY>
-__device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, int64_t K, int64_t wrow0, int64_t n0, int64_t n1, int64_t b0, int64_t B,
-                                             int64_t c0, int64_t c1, float acc[NW][RT][NB8][4], float (&ss)[NB8],
-                                             const evt_task_args *wa)
+__device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, int64_t K, int64_t wrow0,
+                                             int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0, int64_t c1,
+                                             float acc[NW][RT][NB8][4], float (&ss)[NB8], const evt_task_args *wa)
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     bool rok[RT][2];
@@ -349,7 +349,7 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
             s1 += __shfl_xor_sync(0xffffffffu, s1, o);
             ss += __shfl_xor_sync(0xffffffffu, ss, o);
         }
-        float sc = NORM ? 1.0f / sqrtf(ss / (float)K + evt_llm_norm_eps<NORM>(a)) : 1.f;
+        float sc = NORM ? evt_llm_rms_scale(ss, K, evt_llm_norm_eps<NORM>(a)) : 1.f;
         if (lane == 0) evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
     }
 }
