@@ -379,7 +379,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
                 evt_tma_ss[threadIdx.x] = ss;
                 asm volatile("bar.sync 1, 128;" ::: "memory"); /* warpgroup 0 alone */
                 const int b0 = warp * 16 + (lane >> 2);
-                const float eps = (float)a->iarg[1] * 1e-12f;
+                const float eps = evt_llm_norm_eps<NORM>(a);
                 sc[0] = evt_llm_rms_scale(evt_tma_ss[b0] + evt_tma_ss[64 + b0], K, eps);
                 sc[1] = evt_llm_rms_scale(evt_tma_ss[b0 + 8] + evt_tma_ss[64 + b0 + 8], K, eps);
             }
