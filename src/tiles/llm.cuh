@@ -120,6 +120,16 @@ __device__ __forceinline__ uint4 evt_llm_ldx(const evt_bf16 *p)
     return r;
 }
 
+/* 16 bytes from a 32-bit shared address (half the registers of a generic
+ * pointer): weight rows of the weight stream (the same 16 bytes per lane as
+ * evt_llm_ldw), rmsnorm's staged w. */
+__device__ __forceinline__ uint4 evt_llm_lds(uint32_t addr)
+{
+    uint4 r;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
+    return r;
+}
+
 /* ------------------------------------------------------------ embed ---- */
 __device__ __noinline__ void embed_cuda(const evt_task_args *a)
 {
@@ -141,9 +151,14 @@ __device__ __noinline__ void embed_cuda(const evt_task_args *a)
 
 /* ---------------------------------------------------------- rmsnorm ---- */
 /* Fast path (H % 8 == 0, 16-byte aligned, H <= 32 * blockDim): each thread
- * loads its (up to 4) 16-byte chunks of x and w at once and keeps x in
- * registers for the second pass: a scalar loop was one memory round trip per
- * element per thread (10 us for qwen3-8b's 4096, bench/RESULTS.md). */
+ * loads its (up to 4) 16-byte chunks of x at once and keeps them in
+ * registers for the second pass (a scalar loop was one memory round trip per
+ * element per thread: 10 us for qwen3-8b's 4096, bench/RESULTS.md), and
+ * copies its chunks of w into shared memory with cp.async beside them, so w
+ * lands during the block sum without holding registers across it (held in
+ * registers, w made ptxas spill 48-80 bytes in this tile, over the spill
+ * gate of tests/gpu/run.sh: bench/RESULTS.md session 31). Each thread reads
+ * back only the chunks it copied. */
 __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
 {
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[1].ptr;
@@ -153,17 +168,22 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
     evt_bf16 *yr = y + b * H;
     float eps = (float)a->iarg[0] * 1e-12f;
     constexpr int R = 4;
-    if (H % 8 == 0 && H / 8 <= R * (int64_t)evt_tile_threads() && !(((uintptr_t)xr | (uintptr_t)w | (uintptr_t)yr) & 15)) {
-        uint4 xv[R], wv[R];
+    /* w's staging: above the block sums (evt_llm_smem[0, 32)), 2 H bytes */
+    constexpr int WOFF = 64;
+    if (H % 8 == 0 && H / 8 <= R * (int64_t)evt_tile_threads() && 2 * H <= 4 * (EVT_LLM_SMEM_FLOATS - WOFF) &&
+        !(((uintptr_t)xr | (uintptr_t)w | (uintptr_t)yr) & 15)) {
+        const uint32_t ws = (uint32_t)__cvta_generic_to_shared(evt_llm_smem + WOFF);
+        uint4 xv[R];
         float ss = 0;
 #pragma unroll
         for (int r = 0; r < R; r++) {
             int64_t i = threadIdx.x + (int64_t)r * evt_tile_threads();
             if (i < H / 8) {
                 xv[r] = evt_llm_ldx(xr + 8 * i);
-                wv[r] = __ldg((const uint4 *)w + i);
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(ws + 16u * (uint32_t)i), "l"(w + 8 * i) : "memory");
             }
         }
+        asm volatile("cp.async.commit_group;" ::: "memory");
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (threadIdx.x + (int64_t)r * evt_tile_threads() >= H / 8) continue;
@@ -177,11 +197,13 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
         }
         ss = evt_llm_block_sum(ss);
         float s = 1.0f / sqrtf(ss / (float)H + eps);
+        asm volatile("cp.async.wait_all;" ::: "memory"); /* this thread's chunks of w */
 #pragma unroll
         for (int r = 0; r < R; r++) {
             int64_t i = threadIdx.x + (int64_t)r * evt_tile_threads();
             if (i >= H / 8) continue;
-            const uint32_t *u = &xv[r].x, *v = &wv[r].x;
+            const uint4 wv = evt_llm_lds(ws + 16u * (uint32_t)i);
+            const uint32_t *u = &xv[r].x, *v = &wv.x;
             uint4 out;
             uint32_t *o = &out.x;
 #pragma unroll

@@ -50,16 +50,6 @@ __device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, i
     }
 }
 
-/* Weight rows in shared memory (the weight stream, evt_llm_gemv below): the same
- * 16 bytes per lane as evt_llm_ldw, from a 32-bit shared address (half the
- * registers of a generic pointer). */
-__device__ __forceinline__ uint4 evt_llm_lds(uint32_t addr)
-{
-    uint4 r;
-    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
-    return r;
-}
-
 /* One unit: rows n0 .. n0 + 16*RT (clipped at n1) x batches b0 .. b0 + 8*NB8
  * (clipped at B), k chunks [c0, c1) of 32. NW = 1 (linear) or 2 (gate and
  * up). acc[w][rt][j][4]: C fragment of weight w, row tile rt, batch tile j.

@@ -185,7 +185,8 @@ say "== register spills in the tiles of a decode megakernel"
 # (evt_kernel) or the kernel-by-kernel entry (evt_call_kernel: the kbk and
 # CUDA-graph baselines, the same tiles under another allocation). Since
 # session 20 the default build's early loads in every GEMV unit make
-# attn_rope_split spill 28 bytes in evt_kernel and 32 in evt_call_kernel and
+# attn_rope_split spill up to 32 bytes (session 31: 12 in evt_kernel and 16 in
+# evt_call_kernel, 28 and 32 in the stream build; rmsnorm 0, 0 and 16) and
 # measured 1.5-4.1% faster at batch 32 and 64 all the same (bench/RESULTS.md);
 # the 33% loss was a GEMV spilling in its loop, far more than that.
 # The three builds run at once (each is one single-threaded nvcc, ~1 min).
