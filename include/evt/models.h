@@ -101,9 +101,11 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 #define EVT_DECODE_TMA_RING (96 * 1024)
 /* evt_decode's norms (evt_decode_opts.norms): AUTO, the default, folds the
    norm weights into the matrices at every batch and fuses the norms into the
-   GEMV tiles up to EVT_DECODE_FUSE_NORM_MAX_BATCH (above it the TMA path's
-   row sums cost more than the two handoffs they save: qwen3-8b batch 32-64
-   +2.6-3.2% on an H100, session 30), so one set of weights serves both
+   GEMV tiles up to EVT_DECODE_FUSE_NORM_MAX_BATCH (above it the tiles' row
+   sums cost more than the two handoffs they save: qwen3-8b batch 24-128
+   2.6-8.6% slower on an H100, the split-K units' sums taking a k split at
+   17-48, the wide units and the TMA path summing x per unit or per stage;
+   bench/RESULTS.md sessions 30-31), so one set of weights serves both
    programs; FUSED and CALLS force either form over the folded weights;
    UNFOLDED is the classic model (norm calls with their own weights). */
 #define EVT_DECODE_FUSE_NORM_MAX_BATCH 16
