@@ -20,6 +20,9 @@
  *                                   tiles at each batch B (shapes the models
  *                                   do not have: a split-K tile's rows and
  *                                   k range, other tile counts)
+ *   -DEVT_ATTN_PROF (build flag)     also prints, for attn_rope_split, the median
+ *                                   time from a task's entry to each of its phases
+ *                                   (src/tiles/llm_attn.cuh, EVT_ATTN_STAMP)
  *   build/tilebench --l2-warm ...   weights not rotated: a tile whose weights fit
  *                                   the L2 reads them there from the second
  *                                   launch on (what a GEMV would gain from
@@ -32,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <vector>
+#include <algorithm>
 #include <string>
 #include "device/evt_task_args.h"
 #include "tiles/llm.cuh"
@@ -284,6 +288,33 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     double err = den > 0 ? sqrt(num / den) : (num > 0 ? 1 : 0);
     int ok = err <= tol && (!nidx || bad_idx * 100 <= nidx * 1); /* argmax: >= 99% exact */
     if (nidx && bad_idx) fprintf(stderr, "  %s: %lld of %lld indices differ\n", op, (long long)bad_idx, (long long)nidx);
+#ifdef EVT_ATTN_PROF
+    if (!strcmp(op, "attn_rope_split")) { /* phase stamps of one launch (copy 0), median over tasks, us from entry */
+        unsigned long long *dp, *np = nullptr;
+        std::vector<unsigned long long> hp((size_t)ntask * 16, 0);
+        CK(cudaMalloc(&dp, hp.size() * 8));
+        CK(cudaMemset(dp, 0, hp.size() * 8));
+        CK(cudaMemcpyToSymbol(evt_attn_prof, &dp, sizeof dp));
+        for (Ten *t : ts) if (t->mode == 2) CK(cudaMemcpy(t->d, t->h, t->bytes, cudaMemcpyHostToDevice));
+        launch_tile<F>((unsigned)ntask, dargs);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpyToSymbol(evt_attn_prof, &np, sizeof np));
+        CK(cudaMemcpy(hp.data(), dp, hp.size() * 8, cudaMemcpyDeviceToHost));
+        cudaFree(dp);
+        int clk = 0;
+        CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
+        printf("  phases (median us from entry, %d tasks):", (int)ntask);
+        for (int k = 1; k < 11; k++) {
+            std::vector<double> v;
+            for (int64_t l = 0; l < ntask; l++)
+                if (hp[l * 16 + k]) v.push_back((double)(long long)(hp[l * 16 + k] - hp[l * 16]) / (clk * 1e-3));
+            if (v.empty()) continue;
+            std::sort(v.begin(), v.end());
+            printf(" %d:%.2f", k, v[v.size() / 2]);
+        }
+        printf("\n");
+    }
+#endif
     /* timing */
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));

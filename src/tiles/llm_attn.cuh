@@ -20,6 +20,18 @@ struct evt_llm_attn_io {
 /* q heads / k / v of the fused tile in shared memory, above the fast path's
    per-warp merge area ([nwarps][G][hd + 2] floats) */
 #define EVT_LLM_ATTN_QKV_OFF 6144
+/* -DEVT_ATTN_PROF (diagnostic; tilebench prints the medians): clock64 stamps
+   of attn_rope_split's phases into evt_attn_prof[block * 16 + k] when the
+   pointer is set: thread 0 at 0 entry, 1 split range (pos read), 2 past
+   the waits, 3 q/k norm + RoPE done, 4 new k, v appended, 5 its loop done,
+   6 the warps merged, 7 merge_last done; 8 thread 224 (a table warp) past
+   the angle table, 9 thread 32 past its staging, 10 thread 224's loop done */
+#ifdef EVT_ATTN_PROF
+__device__ unsigned long long *evt_attn_prof;
+#define EVT_ATTN_STAMP(k, thr) do { if (threadIdx.x == (thr) && evt_attn_prof) evt_attn_prof[(size_t)blockIdx.x * 16 + (k)] = clock64(); } while (0)
+#else
+#define EVT_ATTN_STAMP(k, thr) ((void)0)
+#endif
 #ifndef EVT_LLM_ATTN_STAGE_FIRST
 #define EVT_LLM_ATTN_STAGE_FIRST 1 /* 0: attn_rope_split loads its first step after the norm + RoPE (ablation) */
 #endif
@@ -322,6 +334,8 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
             ok[u] = nok[u];
         }
     }
+    EVT_ATTN_STAMP(5, 0);
+    EVT_ATTN_STAMP(10, 224);
     evt_llm_attn_merge_warps<G>(m, l, o, lpp, dst, dstride, odst);
 }
 
@@ -567,8 +581,10 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     evt_bf16 *o = (evt_bf16 *)a->t[8].ptr;
     int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
+    EVT_ATTN_STAMP(0, 0);
     int64_t G = nh / nkv, p = pos[b], lo, hi; /* pos and bt: inputs, readable before the waits */
     evt_llm_split_range(p + 1, S, s, &lo, &hi);
+    EVT_ATTN_STAMP(1, 0);
     float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
     bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
     if (!room) { /* the builder refuses such shapes; never a silent result */
@@ -594,11 +610,14 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     const bool staged = stage && evt_llm_attn_stage_first(io, lo, hi < p ? hi : p);
     const bool tab = lo < hi && evt_llm_group_norm_rope_warp_ok(G + (has_new ? 1 : 0), hd);
     if (tab) evt_llm_rope_table_warp<4>(p, a->iarg[1]);
+    EVT_ATTN_STAMP(8, 224);
+    EVT_ATTN_STAMP(9, 32);
     int64_t off = has_new ? evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g) : 0;
     if (evt_tile_wait(a)) { /* aborted: let the staged copies land before leaving */
         asm volatile("cp.async.wait_all;" ::: "memory");
         return;
     }
+    EVT_ATTN_STAMP(2, 0);
     /* the new v is loaded before the norm + RoPE, so its latency overlaps it */
     const evt_bf16 *vin = qkv + b * N + (nh + nkv + g) * hd;
     bool v1 = hd <= evt_tile_threads(); /* one element per thread */
@@ -615,6 +634,7 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
         }
         evt_tile_sync();
     }
+    EVT_ATTN_STAMP(3, 0);
     if (has_new) { /* the group's task writes the new k, v, then reads them back with the rest of its split (a
                       block barrier makes the block's global writes visible to it); no other task of this launch
                       reads position p from the cache. Reading the new position from shared memory instead
@@ -622,8 +642,11 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
         for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
         evt_tile_sync();
     }
+    EVT_ATTN_STAMP(4, 0);
     evt_llm_attend(io, G, lo, hi, dst, S * (hd + 2), aligned, S == 1 ? o + (b * nh + g * G) * hd : NULL, staged, stage);
+    EVT_ATTN_STAMP(6, 0);
     evt_llm_merge_last(a, part, o, b, g, nkv, nh, S, hd);
+    EVT_ATTN_STAMP(7, 0);
 }
 /* the early-loads form is the same code: evt_tile_wait meets warp 0 there */
 __device__ __forceinline__ void attn_rope_split_early_cuda(const evt_task_args *a) { attn_rope_split_cuda(a); }
