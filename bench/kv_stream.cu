@@ -26,17 +26,8 @@
  *
  *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 bench/kv_stream.cu -o build/kv_stream && build/kv_stream
  */
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cuda_runtime.h>
-#include <vector>
+#include "bench_sync.cuh"
 
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_) { printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } \
-    } while (0)
 
 struct shape {
     int B, nkv, ctx, PS, hd, S; /* S: splits of a request's positions */
@@ -152,61 +143,36 @@ __global__ void __launch_bounds__(256, 1) bulk_stream(const uint16_t *kc, const 
     if (acc == 0x12345678u) sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
-template <typename F>
-static float time_ms(F launch)
-{
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; i++) launch(i);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    std::vector<float> r;
-    for (int rep = 0; rep < 5; rep++) {
-        CK(cudaEventRecord(a));
-        for (int i = 0; i < 20; i++) launch(i);
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        CK(cudaGetLastError());
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        r.push_back(ms / 20);
-    }
-    std::sort(r.begin(), r.end());
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return r[2];
-}
 
 int main()
 {
     int nsm = 0;
-    CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
+    CKX(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    CKX(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs\n", prop.name, nsm);
     const size_t max_elems = (size_t)64 * 512 * 8 * 128; /* B=64, ctx 512, 8 kv heads, hd 128 */
     uint16_t *buf[2][2];
     uint32_t *sink;
     for (int c = 0; c < 2; c++)
         for (int kv = 0; kv < 2; kv++) {
-            CK(cudaMalloc(&buf[c][kv], max_elems * 2));
-            CK(cudaMemset(buf[c][kv], 0x3c + c + kv, max_elems * 2)); /* nonzero */
+            CKX(cudaMalloc(&buf[c][kv], max_elems * 2));
+            CKX(cudaMemset(buf[c][kv], 0x3c + c + kv, max_elems * 2)); /* nonzero */
         }
-    CK(cudaMalloc(&sink, (size_t)nsm * 256 * 4));
+    CKX(cudaMalloc(&sink, (size_t)nsm * 256 * 4));
     /* the copy rate: read + write of a 256 MiB device-to-device copy */
     {
         size_t n = (size_t)256 << 20;
         void *x, *y;
-        CK(cudaMalloc(&x, n));
-        CK(cudaMalloc(&y, n));
-        CK(cudaMemset(x, 1, n));
-        float ms = time_ms([&](int) { CK(cudaMemcpyAsync(y, x, n, cudaMemcpyDeviceToDevice)); });
+        CKX(cudaMalloc(&x, n));
+        CKX(cudaMalloc(&y, n));
+        CKX(cudaMemset(x, 1, n));
+        float ms = 1e-3f * bench_launch_us([&](int) { CKX(cudaMemcpyAsync(y, x, n, cudaMemcpyDeviceToDevice)); });
         printf("copy rate: %.0f GB/s (cudaMemcpy D2D, read + write)\n", 2.0 * n / ms / 1e6);
-        CK(cudaFree(x));
-        CK(cudaFree(y));
+        CKX(cudaFree(x));
+        CKX(cudaFree(y));
     }
-    CK(cudaFuncSetAttribute(bulk_stream, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+    CKX(cudaFuncSetAttribute(bulk_stream, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
     const shape shapes[] = {{64, 8, 512, 16, 128, 1}, {32, 8, 512, 16, 128, 1}, {8, 8, 512, 16, 128, 2}, {1, 8, 512, 16, 128, 8}};
     printf("\n%-28s %-14s %9s %9s\n", "shape", "variant", "us", "GB/s");
     for (const shape &s : shapes) {
@@ -216,7 +182,7 @@ int main()
         snprintf(name, sizeof name, "B=%d S=%d (%d tasks)", s.B, s.S, ntasks);
         auto report = [&](const char *v, float ms) { printf("%-28s %-14s %9.2f %9.0f\n", name, v, ms * 1e3, bytes / ms / 1e6); };
 #define REG(L, U)                                                                                                       \
-    report(#L " reg U=" #U, time_ms([&](int i) {                                                                       \
+    report(#L " reg U=" #U, 1e-3f * bench_launch_us([&](int i) {                                                                       \
                reg_stream<L == 1, U><<<nsm, 256>>>(buf[i & 1][0], buf[i & 1][1], s, ntasks, sink);                     \
            }))
         const int NHD = 0, HND = 1;
@@ -232,7 +198,7 @@ int main()
             char v[32];
             snprintf(v, sizeof v, "HND bulk D=%d", D);
             const size_t smem = (size_t)D * 2 * s.PS * s.hd * 2;
-            report(v, time_ms([&](int i) {
+            report(v, 1e-3f * bench_launch_us([&](int i) {
                        bulk_stream<<<nsm, 256, smem>>>(buf[i & 1][0], buf[i & 1][1], s, ntasks, D, sink);
                    }));
         }

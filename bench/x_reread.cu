@@ -14,17 +14,8 @@
  *
  *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 bench/x_reread.cu -o build/x_reread && build/x_reread
  */
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cuda_runtime.h>
-#include <vector>
+#include "bench_sync.cuh"
 
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_) { printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } \
-    } while (0)
 
 __device__ __forceinline__ uint4 ldg16(const void *p)
 {
@@ -62,60 +53,38 @@ __global__ void __launch_bounds__(256, 1) stream(const uint16_t *W, const uint16
     if (acc == 0x12345678u) sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
-template <typename F>
-static float time_us(F launch)
-{
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; i++) launch(i);
-    CK(cudaDeviceSynchronize());
-    std::vector<float> r;
-    for (int rep = 0; rep < 5; rep++) {
-        CK(cudaEventRecord(a));
-        for (int i = 0; i < 20; i++) launch(i);
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        CK(cudaGetLastError());
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        r.push_back(ms * 1000 / 20);
-    }
-    std::sort(r.begin(), r.end());
-    return r[2];
-}
 
 int main()
 {
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    CKX(cudaGetDeviceProperties(&prop, 0));
     const int nsm = prop.multiProcessorCount;
     printf("device: %s, %d SMs, L2 %d MiB\n", prop.name, nsm, prop.l2CacheSize >> 20);
     struct shp { const char *name; int R, K; } shapes[] = {{"8b down (31 x 12288)", 32, 12288}, {"8b o (31 x 4096)", 32, 4096},
                                                           {"8b gate+up (188 x 4096)", 188, 4096}};
     uint32_t *sink;
-    CK(cudaMalloc(&sink, (size_t)nsm * 256 * 4));
+    CKX(cudaMalloc(&sink, (size_t)nsm * 256 * 4));
     printf("\n%-26s %5s %10s %10s %10s %10s   %s\n", "shape", "B", "w us", "x us", "w + x us", "w GB/s", "x from L2, TB/s (x alone)");
     for (const shp &s : shapes) {
         const size_t wbytes = (size_t)nsm * s.R * s.K * 2;
         const int ncopy = (int)std::max<size_t>(2, (size_t)(400u << 20) / wbytes + 1);
         std::vector<uint16_t *> W(ncopy);
         for (auto &w : W) {
-            CK(cudaMalloc(&w, wbytes));
-            CK(cudaMemset(w, 0x3c, wbytes));
+            CKX(cudaMalloc(&w, wbytes));
+            CKX(cudaMemset(w, 0x3c, wbytes));
         }
         uint16_t *x;
-        CK(cudaMalloc(&x, (size_t)128 * s.K * 2));
-        CK(cudaMemset(x, 0x3d, (size_t)128 * s.K * 2));
+        CKX(cudaMalloc(&x, (size_t)128 * s.K * 2));
+        CKX(cudaMemset(x, 0x3d, (size_t)128 * s.K * 2));
         for (int B : {1, 16, 64, 128}) {
-            float tw = time_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, s.R, 0, s.K, 512, sink); });
-            float tx = time_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, 0, B, s.K, 512, sink); });
-            float twx = time_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, s.R, B, s.K, 512, sink); });
+            float tw = bench_launch_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, s.R, 0, s.K, 512, sink); });
+            float tx = bench_launch_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, 0, B, s.K, 512, sink); });
+            float twx = bench_launch_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, s.R, B, s.K, 512, sink); });
             const double xb = (double)nsm * B * s.K * 2;
             printf("%-26s %5d %10.2f %10.2f %10.2f %10.0f   %.2f\n", s.name, B, tw, tx, twx, wbytes / tw / 1e3, xb / tx / 1e6);
         }
-        for (auto &w : W) CK(cudaFree(w));
-        CK(cudaFree(x));
+        for (auto &w : W) CKX(cudaFree(w));
+        CKX(cudaFree(x));
     }
     return 0;
 }
