@@ -1,9 +1,11 @@
 /* bench_sync.cuh — what the single-file GPU microbenchmarks of bench/
- * (handoff.cu, notify_stall.cu, ll_handoff.cu, kv_stream.cu, x_reread.cu)
+ * (handoff.cu, notify_stall.cu, ll_handoff.cu, kv_stream.cu, x_reread.cu,
+ * stream_bw.cu)
  * share: the CUDA-call checks, the device-side timer and protocol loads,
  * each spelled as the runtime's PTX spells it (src/device/evt_device.h),
- * and a host-side timer of back-to-back launches (METHOD: warm-up, events,
- * median). */
+ * the streaming loads and mbarrier waits of the load-only benches (also
+ * stream_bw.cu), and a host-side timer of back-to-back launches (METHOD:
+ * warm-up, events, median). */
 #ifndef EVT_BENCH_SYNC_CUH
 #define EVT_BENCH_SYNC_CUH
 #include <algorithm>
@@ -69,5 +71,25 @@ static __device__ __forceinline__ int ld_acquire(const int *p)
     int v;
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
+}
+/* 16 bytes through the read-only path, as the GEMV tiles read weights
+   (evt_llm_ldw without its hint) */
+static __device__ __forceinline__ uint4 ldg16(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+static __device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+/* spin until the mbarrier completes the phase of this parity */
+static __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    uint32_t ok;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok)
+                     : "r"(saddr(bar)), "r"(parity)
+                     : "memory");
+    } while (!ok);
 }
 #endif

@@ -13,7 +13,9 @@
  *               contiguous PS x 256-byte run
  *   reg U       the attention's register loop: 16 lanes a row (16 bytes a
  *               lane), U rows a lane group a step, the next step's K and V
- *               loads issued before this step is consumed
+ *               loads issued before this step is consumed (through the
+ *               read-only path, ld.global.nc; the attention uses plain
+ *               ld.global, since its task writes the cache row it reads)
  *   bulk D      HND only: thread 0 copies whole pages of K and V (1-D
  *               cp.async.bulk, PS x 256 bytes each) into a ring of D page
  *               slots in shared memory; the 8 warps read each slot back
@@ -40,13 +42,6 @@ __device__ __forceinline__ uint64_t row_off(const shape &s, int b, int t, int g)
     const int MP = s.ctx / s.PS;
     const uint64_t page = (uint64_t)b * MP + t / s.PS, in = t % s.PS;
     return HND ? ((page * s.nkv + g) * s.PS + in) * s.hd : ((page * s.PS + in) * s.nkv + g) * s.hd;
-}
-
-__device__ __forceinline__ uint4 ldg16(const void *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
 }
 
 template <bool HND, int U>
@@ -82,18 +77,6 @@ __global__ void __launch_bounds__(256, 1) reg_stream(const uint16_t *kc, const u
         }
     }
     if (acc == 0x12345678u) sink[blockIdx.x * blockDim.x + threadIdx.x] = acc; /* keeps the loads */
-}
-
-__device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
-{
-    uint32_t ok;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok)
-                     : "r"(saddr(bar)), "r"(parity)
-                     : "memory");
-    } while (!ok);
 }
 
 extern __shared__ __align__(128) unsigned char kv_ring[];

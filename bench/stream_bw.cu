@@ -27,27 +27,12 @@
 #include <cstring>
 #include <cuda.h>
 #include <cuda_runtime.h>
-
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_) { printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); return 1; }     \
-    } while (0)
+#include "bench_sync.cuh" /* CK, saddr, mbar_wait */
 
 enum { M_BULK, M_TMA2D, M_LDGSTS, M_REG };
 struct cfg {
     int mech, K, RB, kc, S, lanes, bx, by, swz;
 };
-
-static __device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
-{
-    uint32_t ok;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(saddr(bar)), "r"(parity) : "memory");
-    } while (!ok);
-}
 
 extern __shared__ unsigned char dyn[];
 

@@ -17,13 +17,6 @@
 #include "bench_sync.cuh"
 
 
-__device__ __forceinline__ uint4 ldg16(const void *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
-
 /* block b: rows [b * R, b * R + R) of W [*, K] (if R) and all B rows of x [B, K]
    (if B), in k blocks of KB columns */
 __global__ void __launch_bounds__(256, 1) stream(const uint16_t *W, const uint16_t *x, int R, int B, int K, int KB, uint32_t *sink)

@@ -291,7 +291,7 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
 #ifdef EVT_ATTN_PROF
     if (!strcmp(op, "attn_rope_split")) { /* phase stamps of one launch (copy 0), median over tasks, us from entry */
         unsigned long long *dp, *np = nullptr;
-        std::vector<unsigned long long> hp((size_t)ntask * 16, 0);
+        std::vector<unsigned long long> hp((size_t)ntask * EVT_ATTN_PROF_SLOTS, 0);
         CK(cudaMalloc(&dp, hp.size() * 8));
         CK(cudaMemset(dp, 0, hp.size() * 8));
         CK(cudaMemcpyToSymbol(evt_attn_prof, &dp, sizeof dp));
@@ -304,10 +304,11 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
         int clk = 0;
         CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
         printf("  phases (median us from entry, %d tasks):", (int)ntask);
-        for (int k = 1; k < 11; k++) {
+        for (int k = 1; k < EVT_ATTN_PROF_STAMPS; k++) {
             std::vector<double> v;
             for (int64_t l = 0; l < ntask; l++)
-                if (hp[l * 16 + k]) v.push_back((double)(long long)(hp[l * 16 + k] - hp[l * 16]) / (clk * 1e-3));
+                if (hp[l * EVT_ATTN_PROF_SLOTS + k])
+                    v.push_back((double)(long long)(hp[l * EVT_ATTN_PROF_SLOTS + k] - hp[l * EVT_ATTN_PROF_SLOTS]) / (clk * 1e-3));
             if (v.empty()) continue;
             std::sort(v.begin(), v.end());
             printf(" %d:%.2f", k, v[v.size() / 2]);

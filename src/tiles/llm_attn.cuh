@@ -21,14 +21,19 @@ struct evt_llm_attn_io {
    per-warp merge area ([nwarps][G][hd + 2] floats) */
 #define EVT_LLM_ATTN_QKV_OFF 6144
 /* -DEVT_ATTN_PROF (diagnostic; tilebench prints the medians): clock64 stamps
-   of attn_rope_split's phases into evt_attn_prof[block * 16 + k] when the
+   of attn_rope_split's phases into evt_attn_prof[block * SLOTS + k] when the
    pointer is set: thread 0 at 0 entry, 1 split range (pos read), 2 past
    the waits, 3 q/k norm + RoPE done, 4 new k, v appended, 5 its loop done,
    6 the warps merged, 7 merge_last done; 8 thread 224 (a table warp) past
    the angle table, 9 thread 32 past its staging, 10 thread 224's loop done */
+#define EVT_ATTN_PROF_SLOTS 16  /* stamps a block may write (its row of evt_attn_prof) */
+#define EVT_ATTN_PROF_STAMPS 11 /* stamps written: 0 .. 10 above */
 #ifdef EVT_ATTN_PROF
 __device__ unsigned long long *evt_attn_prof;
-#define EVT_ATTN_STAMP(k, thr) do { if (threadIdx.x == (thr) && evt_attn_prof) evt_attn_prof[(size_t)blockIdx.x * 16 + (k)] = clock64(); } while (0)
+#define EVT_ATTN_STAMP(k, thr)                                                                                   \
+    do {                                                                                                         \
+        if (threadIdx.x == (thr) && evt_attn_prof) evt_attn_prof[(size_t)blockIdx.x * EVT_ATTN_PROF_SLOTS + (k)] = clock64(); \
+    } while (0)
 #else
 #define EVT_ATTN_STAMP(k, thr) ((void)0)
 #endif
