@@ -177,6 +177,8 @@ static void test_tensor_errors(void **state)
     expect_diag("tensor A : f32[4] input = random(seed=1, seed=2)\n", "1:42: error: duplicate key 'seed'");
     expect_diag("tensor A : i32[4] input = random(lo=0, hi=2.5)\n", "1:43: error: random bounds of integer tensor A must be integers");
     expect_diag("tensor A : f32[4] input = random(seed=-1)\n", "1:39: error: expected a non-negative integer seed");
+    expect_diag("tensor A : f32[4, 8] weight = rope(base=1e4)\n", "1:36: error: expected theta=NUM in rope(...), found 'base'");
+    expect_diag("tensor A : f32[4, 8] weight = rope(theta=0)\n", "1:42: error: rope(theta=...) needs a positive base");
     expect_diag("tensor A : f32[4 / 0] input\n", "1:18: error: division by zero");
     expect_diag("tensor A : f32[9223372036854775807 + 1] input\n", "1:36: error: integer overflow in constant expression");
     expect_diag("tensor A : f32[2.5] input\n", "1:16: error: expected an integer, found '2.5'");

@@ -32,6 +32,7 @@ static const char *FULL =
     "tensor Z : i32[n + 1] input = random\n"
     "tensor F : f32[3] weight = file(\"data/w \\\"q\\\".bin\")\n"
     "tensor ptr : i32[5] input = range\n"
+    "tensor R : f32[16, 8] weight = rope(theta = 1e4)\n"
     "event E[n]\n"
     "event G[4] count = n * 2\n"
     "event X[n, 2] count = topk[e0, e1] + 1\n"
@@ -67,6 +68,7 @@ static const char *FULL_NORMAL =
     "tensor Z : i32[n + 1] input = random(seed=0, lo=-1, hi=1)\n"
     "tensor F : f32[3] weight = file(\"data/w \\\"q\\\".bin\")\n"
     "tensor ptr : i32[5] input = range\n"
+    "tensor R : f32[16, 8] weight = rope(theta=10000)\n"
     "\n"
     "event E[n]\n"
     "event G[4] count = n * 2\n"
@@ -128,7 +130,7 @@ static void test_full_program(void **state)
     (void)state;
     evt_graph *g = parse_ok(FULL);
     assert_int_equal(g->nsyms, 3);
-    assert_int_equal(g->ntensors, 11);
+    assert_int_equal(g->ntensors, 12);
     assert_int_equal(g->nevents, 4);
     assert_int_equal(g->ncalls, 4);
 
@@ -166,6 +168,8 @@ static void test_full_program(void **state)
     assert_int_equal(H->init.kind, EVT_INIT_CONST);
     assert_true(H->init.value == -2.5);
     assert_int_equal(evt_graph_find_tensor(g, "I")->init.kind, EVT_INIT_RANGE);
+    assert_int_equal(evt_graph_find_tensor(g, "R")->init.kind, EVT_INIT_ROPE);
+    assert_true(evt_graph_find_tensor(g, "R")->init.value == 1e4);
     assert_int_equal(evt_graph_find_tensor(g, "U")->init.kind, EVT_INIT_ZEROS);
     assert_int_equal(evt_graph_find_tensor(g, "U")->dtype, EVT_U8);
     assert_int_equal(evt_graph_find_tensor(g, "P")->init.kind, EVT_INIT_NONE);

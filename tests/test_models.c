@@ -13,6 +13,7 @@
 #include "runtime/bind.h"
 #include "evt/models.h"
 #include "tiles/tiles_cpu.h"
+#include "tiles/rope.h"
 #include "runtime/half.h"
 
 static uint32_t seed = 1;
@@ -182,7 +183,8 @@ static void attention(void **state)
 }
 
 /* attn_rope_split over (b, g, s) == q_rope + k_rope_append + attn_split over
- * (b, h, s), bitwise (partials and the appended cache), for 1, 2 and 4 q
+ * (b, h, s), bitwise (partials and the appended cache: the fused tile's
+ * angles come from the rope table, the separate tiles compute them), for 1, 2 and 4 q
  * heads per kv head and split counts from 1 to more splits than positions;
  * with one split it also writes o, bitwise attn_merge_group's, and so does
  * the last task of each merge group with merge_last (several splits, merge
@@ -200,6 +202,8 @@ static void fused_attention(void **state)
             static float part[2][8 * 20 * (HD + 2)];
             static uint16_t o[2][8 * HD];
             int32_t bt[MP] = {2, 0, 3, 1}, pos[1] = {10};
+            static float rope[MP * PS * HD]; /* the angle table rope(theta=1e6) fills: a row per cache position */
+            for (int p = 0; p < MP * PS; p++) evt_rope_row(1e6, HD, p, rope + p * HD);
             for (int i = 0; i < N; i++) qkv[i] = bf(frand());
             for (int i = 0; i < HD; i++) { wq[i] = bf(1 + frand() / 4); wk[i] = bf(1 + frand() / 4); }
             for (int i = 0; i < MP * PS * NKV * HD; i++) { kc[0][i] = kc[1][i] = bf(frand()); vc[0][i] = vc[1][i] = bf(frand()); }
@@ -249,8 +253,9 @@ static void fused_attention(void **state)
             f.t[6] = ref(vc[1], 4, MP, PS, NKV, HD);
             f.t[7] = ref(part[1], 4, 1, NH, S, HD + 2);
             f.t[8] = ref(o[1], 2, 1, NH * HD, 1, 1);
+            f.t[10] = ref(rope, 2, MP * PS, HD, 1, 1);
             f.iarg[0] = 1000000;
-            f.iarg[1] = 1000000;
+            f.iarg[1] = 0; /* merge_last */
             for (int g = 0; g < NKV; g++)
                 for (int sp = 0; sp < S; sp++) { f.coord[1] = g; f.coord[2] = sp; evt_tile_attn_rope_split(&f); }
             size_t np = (size_t)NH * S * (HD + 2);
@@ -281,10 +286,10 @@ static void fused_attention(void **state)
                     int32_t pc[NKV] = {0};
                     memset(o[1], 0xff, sizeof o[1]);
                     f.t[9] = ref(pc, 2, 1, MG, 1, 1);
-                    f.iarg[2] = 1;
+                    f.iarg[1] = 1;
                     for (int g = 0; g < NKV; g++)
                         for (int sp = 0; sp < S; sp++) { f.coord[1] = g; f.coord[2] = sp; evt_tile_attn_rope_split(&f); }
-                    f.iarg[2] = 0;
+                    f.iarg[1] = 0;
                     if (memcmp(o[0], o[1], (size_t)NH * HD * sizeof(uint16_t)))
                         fail_msg("G=%d S=%d MG=%d: the last split's merged o differs from attn_merge_group's", G, S, MG);
                     for (int i = 0; i < MG; i++)
@@ -292,6 +297,77 @@ static void fused_attention(void **state)
                 }
             }
         }
+}
+
+/* attn_rope_split with a rope table that has no row for the position (or
+ * rows of another width): its outputs are NaN, never a read past the
+ * table or angles of another position */
+static void fused_attention_without_rope_row(void **state)
+{
+    (void)state;
+    enum { HD = 8, PS = 4, MP = 4, NKV = 2, NH = 4, N = (NH + 2 * NKV) * HD };
+    static uint16_t qkv[N], wq[HD], wk[HD], kc[MP * PS * NKV * HD], vc[MP * PS * NKV * HD], o[NH * HD];
+    static float part[NH * (HD + 2)], rope[MP * PS * HD];
+    int32_t bt[MP] = {2, 0, 3, 1}, pos[1] = {10};
+    for (int i = 0; i < N; i++) qkv[i] = bf(frand());
+    for (int i = 0; i < HD; i++) wq[i] = wk[i] = bf(1);
+    for (int i = 0; i < MP * PS * NKV * HD; i++) kc[i] = vc[i] = bf(frand());
+    for (int p = 0; p < MP * PS; p++) evt_rope_row(1e6, HD, p, rope + p * HD);
+    for (int variant = 0; variant < 2; variant++) {
+        evt_task_args f = {0};
+        f.ncoord = 3;
+        f.t[0] = ref(qkv, 2, 1, N, 1, 1);
+        f.t[1] = ref(wq, 1, HD, 1, 1, 1);
+        f.t[2] = ref(wk, 1, HD, 1, 1, 1);
+        f.t[3] = ref(pos, 1, 1, 1, 1, 1);
+        f.t[4] = ref(bt, 2, 1, MP, 1, 1);
+        f.t[5] = ref(kc, 4, MP, PS, NKV, HD);
+        f.t[6] = ref(vc, 4, MP, PS, NKV, HD);
+        f.t[7] = ref(part, 4, 1, NH, 1, HD + 2);
+        f.t[8] = ref(o, 2, 1, NH * HD, 1, 1);
+        /* variant 0: rows 0..9 only (position 10 missing); 1: rows of width HD / 2 */
+        f.t[10] = variant == 0 ? ref(rope, 2, 10, HD, 1, 1) : ref(rope, 2, MP * PS, HD / 2, 1, 1);
+        f.iarg[0] = 1000000;
+        memset(o, 0, sizeof o);
+        for (int g = 0; g < NKV; g++) { f.coord[1] = g; evt_tile_attn_rope_split(&f); }
+        for (int i = 0; i < NH * HD; i++)
+            if (!isnan(fb(o[i]))) fail_msg("variant %d: o[%d] = %g, expected NaN", variant, i, fb(o[i]));
+    }
+}
+
+/* rope(theta=...) fills row p of an f32 [P, d] tensor with cos | sin of
+ * p * theta^(-2i/d) (RoPE's rotate-half angles), in double rounded once; an
+ * odd d is refused when the buffers are made */
+static void rope_initializer(void **state)
+{
+    (void)state;
+    const char *src = "tensor R : f32[40, 16] weight = rope(theta=500000)\n";
+    evt_diag d;
+    evt_diag_init(&d, "r.evt");
+    evt_graph *g = evt_parse(src, strlen(src), &d);
+    assert_non_null(g);
+    int64_t sym[1] = {0};
+    evt_buffers *b = NULL;
+    assert_int_equal(evt_buffers_new(g, sym, 1, 0xff, &b, &d), EVT_OK);
+    size_t bytes = 0;
+    const float *r = evt_buffers_data(b, 0, &bytes);
+    assert_int_equal(bytes, 40 * 16 * sizeof(float));
+    for (int p = 0; p < 40; p++)
+        for (int i = 0; i < 8; i++) {
+            double ang = p * pow(500000.0, -2.0 * i / 16.0);
+            if (r[p * 16 + i] != (float)cos(ang) || r[p * 16 + 8 + i] != (float)sin(ang))
+                fail_msg("row %d, pair %d: %.9g | %.9g, want %.9g | %.9g", p, i, r[p * 16 + i], r[p * 16 + 8 + i], (float)cos(ang),
+                         (float)sin(ang));
+        }
+    evt_buffers_free(b);
+    evt_graph_free(g);
+    const char *odd = "tensor R : f32[4, 7] weight = rope(theta=10000)\n";
+    g = evt_parse(odd, strlen(odd), &d);
+    assert_non_null(g);
+    assert_int_equal(evt_buffers_new(g, sym, 1, 0xff, &b, &d), EVT_ERR_SHAPE);
+    assert_non_null(strstr(d.text, "rope(...) fills f32 [positions, head_dim] with an even head_dim"));
+    evt_graph_free(g);
+    evt_diag_free(&d);
 }
 
 static void argmax_ties(void **state)
@@ -443,7 +519,7 @@ static void config_and_program(void **state)
        group merges it (merge_last = 1, counting in l0_pc), and notifies the O
        projection: no merge call, no P event */
     assert_non_null(strstr(text, "tensor l0_pc : i32[B, max(1, 2 * min(1, 16 / B))] scratch = zeros\n"));
-    assert_non_null(strstr(text, "l0_part, l0_o, l0_pc, 1000000, 1000000, 1) over (b, g, s) in [B, 2, min(8, max(1, 131 / (B * 2)))] "
+    assert_non_null(strstr(text, "l0_part, l0_o, l0_pc, rope, 1000000, 1) over (b, g, s) in [B, 2, min(8, max(1, 131 / (B * 2)))] "
                                  "policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
                                  "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_AT[0]\n}"));
     assert_null(strstr(text, "attn_merge_group("));
@@ -517,7 +593,7 @@ static void config_and_program(void **state)
     o.merge_tasks = 1; /* the ablation of session 21's form: merge tasks where S > 1 */
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "policy dynamic {\n    wait e1_QKV[0]\n    notify e1_P[b, g * max(1, 2 * min(1, 16 / B)) / 2] for f in ["));
-    assert_non_null(strstr(text, "l1_o, l1_pc, 1000000, 1000000, 0) over"));
+    assert_non_null(strstr(text, "l1_o, l1_pc, rope, 1000000, 0) over"));
     free(text);
     o.merge_tasks = 0;
     o.merge_one_split = 1; /* the ablation: merges after every attention call, as before session 21 */
@@ -775,6 +851,8 @@ int main(void)
         cmocka_unit_test(norm_and_rope),
         cmocka_unit_test(attention),
         cmocka_unit_test(fused_attention),
+        cmocka_unit_test(fused_attention_without_rope_row),
+        cmocka_unit_test(rope_initializer),
         cmocka_unit_test(argmax_ties),
         cmocka_unit_test(fused_norm_tiles),
         cmocka_unit_test(config_and_program),

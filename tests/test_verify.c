@@ -83,6 +83,10 @@ static const bad cases[] = {
      "call g = mark(rt) over (t) in [T] {\n    wait I[0]\n    notify G[0]\n}\n"
      "call e = mark(M) over (r) in [T] {\n    wait G trigger ip\n    wait I[0]\n}\n",
      "17:5: error: call e: the trigger range reads ip, written by call a; wait on an event ordered after a before the trigger wait"},
+    {"rope table of bf16", HEAD "tensor R : bf16[16, 8] weight = rope(theta=10000)\n",
+     "8:8: error: tensor R: `rope(...)` initialises f32 tensors of rank 2 only ([positions, head_dim])"},
+    {"rope table of rank 1", HEAD "tensor R : f32[16] weight = rope(theta=10000)\n",
+     "8:8: error: tensor R: `rope(...)` initialises f32 tensors of rank 2 only"},
     {"bucket does not cover bound", "sym n = 4 in [1, 64] buckets [1, 2, 4]\n", "1:5: error: symbol n: largest bucket 4 does not cover the upper bound 64"},
 };
 

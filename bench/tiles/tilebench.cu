@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <string>
 #include "device/evt_task_args.h"
+#include "tiles/rope.h"
 #include "tiles/llm.cuh"
 
 extern "C" {
@@ -423,7 +424,12 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
         mk(ts, "part", F32, {B, nh, S, hd + 2}, 1, 0, 0);
         mk(ts, "o", BF16, {B, nh * hd}, 1, 0, 0); /* with one split by every task, with several by each group's last */
         mk(ts, "pc", I32, {B, nkv}, 2, 0, 0);     /* the merge counts: 0 before and after every launch */
-        r = run_op<attn_rope_split_cuda>("attn_rope_split", evt_tile_attn_rope_split, ts, {eps, theta, 1}, {B, nkv, S}, 0, 1e-3);
+        /* RoPE's angle table, as rope(theta=...) fills it (one row per cache position; read by
+           every layer of a step in the decode, so left in L2 here: not a rotated weight) */
+        Ten *rope = mk(ts, "rope", F32, {MP * PS, hd}, 0, 0, 0);
+        for (int64_t p = 0; p < MP * PS; p++) evt_rope_row((double)theta, hd, p, (float *)rope->h + p * hd);
+        CK(cudaMemcpy(rope->d, rope->h, rope->bytes, cudaMemcpyHostToDevice));
+        r = run_op<attn_rope_split_cuda>("attn_rope_split", evt_tile_attn_rope_split, ts, {eps, 1}, {B, nkv, S}, 0, 1e-3);
         tally(r); free_all(ts);
     }
     {

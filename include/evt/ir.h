@@ -96,11 +96,13 @@ typedef enum evt_init_kind {
     EVT_INIT_RANDOM,   /* uniform in [lo, hi) from seed (floats); ints: [lo, hi) */
     EVT_INIT_RANGE,    /* element k = k (ints) — handy for index tensors */
     EVT_INIT_FILE,     /* raw little-endian bytes of the dtype, row-major */
+    EVT_INIT_ROPE,     /* f32 [P, d], d even: row p = cos | sin of p * theta^(-2i/d), i < d/2
+                          (RoPE's angle table; theta in value; src/tiles/rope.h) */
 } evt_init_kind;
 
 typedef struct evt_init {
     evt_init_kind kind;
-    double value, lo, hi; /* CONST: value; RANDOM: [lo, hi) */
+    double value, lo, hi; /* CONST: value; ROPE: theta; RANDOM: [lo, hi) */
     uint64_t seed;        /* RANDOM: seed, mixed with --seed */
     const char *path;     /* FILE */
 } evt_init;

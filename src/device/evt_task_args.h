@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define EVT_ABI_MAX_RANK 4
-#define EVT_ABI_MAX_TENSORS 10 /* attn_rope_split takes 9 (registry.c refuses more) */
+#define EVT_ABI_MAX_TENSORS 11 /* attn_rope_split takes 11 (registry.c refuses more) */
 #define EVT_ABI_MAX_INTS 8
 /* TMA maps per tensor with one (src/runtime/tmaps.c): 3-D boxes of 64-column
    chunks, EVT_TMA_HEIGHTS heights (8, 16, ..., 128 rows) x EVT_TMA_DEPTHS

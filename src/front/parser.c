@@ -94,7 +94,7 @@ static int parse_sym(parser *p)
 
 static int dtype_is_int(evt_dtype t) { return t == EVT_I32 || t == EVT_I64 || t == EVT_U8; }
 
-/* zeros | const(NUM) | random[(k=v, ...)] | range | file("path") */
+/* zeros | const(NUM) | random[(k=v, ...)] | range | file("path") | rope(theta=NUM) */
 static int parse_init(parser *p, evt_init *in, evt_dtype dt, const char *tname)
 {
     evt_tok *t = cur(p);
@@ -106,6 +106,19 @@ static int parse_init(parser *p, evt_init *in, evt_dtype dt, const char *tname)
         next(p);
         in->kind = EVT_INIT_CONST;
         return evt_front_expect(p, TK_LPAREN, NULL) && evt_front_parse_num(p, &in->value) && evt_front_expect(p, TK_RPAREN, "')'");
+    }
+    if (evt_tok_is(t, "rope")) { /* the RoPE angle table (verify.c checks the tensor's type and rank) */
+        next(p);
+        in->kind = EVT_INIT_ROPE;
+        if (!evt_front_expect(p, TK_LPAREN, NULL)) return 0;
+        evt_tok *k = cur(p);
+        if (!evt_tok_is(k, "theta")) return ERR(k, "expected theta=NUM in rope(...), found %s", evt_front_describe(k, b, sizeof b));
+        next(p);
+        if (!evt_front_expect(p, TK_EQ, "'='")) return 0;
+        evt_tok *v = cur(p);
+        if (!evt_front_parse_num(p, &in->value)) return 0;
+        if (!isfinite(in->value) || in->value <= 0) ERR(v, "rope(theta=...) needs a positive base");
+        return evt_front_expect(p, TK_RPAREN, "')'");
     }
     if (evt_tok_is(t, "file")) {
         next(p);
@@ -171,7 +184,7 @@ static int parse_init(parser *p, evt_init *in, evt_dtype dt, const char *tname)
         return 1;
     }
     if (t->kind == TK_IDENT)
-        return ERR(t, "unknown initializer '" NAMEFMT "' (expected zeros, const(...), random, range or file(...))", NAMEARG(t));
+        return ERR(t, "unknown initializer '" NAMEFMT "' (expected zeros, const(...), random, range, file(...) or rope(...))", NAMEARG(t));
     return ERR(t, "expected an initializer, found %s", evt_front_describe(t, b, sizeof b));
 }
 

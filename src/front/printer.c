@@ -46,6 +46,7 @@ static void pr_init(evt_printer *p, const evt_init *in)
     case EVT_INIT_ZEROS: evt_pr(p, " = zeros"); return;
     case EVT_INIT_RANGE: evt_pr(p, " = range"); return;
     case EVT_INIT_CONST: evt_pr(p, " = const(%.17g)", in->value); return;
+    case EVT_INIT_ROPE: evt_pr(p, " = rope(theta=%.17g)", in->value); return;
     case EVT_INIT_RANDOM:
         evt_pr(p, " = random(seed=%" PRIu64 ", lo=%.17g, hi=%.17g)", in->seed, in->lo, in->hi);
         return;

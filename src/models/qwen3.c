@@ -9,7 +9,9 @@
  *          heads and k, v: finer, but all QKV tiles run in one wave and the
  *          one counter measured 2-10% faster with 131 tiles, RESULTS session 8)
  *          (q norm + RoPE of the group's q heads, the new k/v, split-KV
- *          attention reading the cache once per group); with one split
+ *          attention reading the cache once per group; RoPE's cos | sin
+ *          from row pos[b] of `rope`, a weight filled once by
+ *          rope(theta=...)); with one split
  *          (S = 1) the task writes its heads of o itself, with several the
  *          last task of each merge group to finish merges the group's
  *          splits into o (counted in l_pc, zeros; attn_rope_split's
@@ -218,6 +220,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     P("tensor tok : i32[B] input = random(seed=%llu, lo=0, hi=%lld)\n", (unsigned long long)sd + 1, (long long)V);
     P("tensor pos : i32[B] input = const(%lld)\n", (long long)(op.max_ctx / 2));
     P("tensor bt : i32[B, %lld] input = range\n", (long long)MP);
+
 #define WEIGHT(name, shape, fan) \
     P("tensor %s : bf16[%s] weight = random(seed=%llu, lo=%.9g, hi=%.9g)\n", name, shape, (unsigned long long)++sd, \
       -sqrt(3.0 / (fan)), sqrt(3.0 / (fan)))
@@ -292,7 +295,14 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     else snprintf(NAx, sizeof NAx, "max(1, min(%lld, %lld / B))", (long long)V, (long long)op.target_tasks);
     P("tensor pv : f32[B, %s] scratch\n", NAx);
     P("tensor pi : i32[B, %s] scratch\n", NAx);
-    P("tensor next : i32[B] output\n\n");
+    P("tensor next : i32[B] output\n");
+    /* RoPE's angles per cache position (cos | sin), filled once on the host in
+       double as the C tiles compute them: attn_rope_split reads row pos[b]
+       before its waits instead of a double pow + sincos per task. Declared
+       last, so that no other tensor's id (part of its random seed) moves */
+    if (!op.split_rope)
+        P("tensor rope : f32[%lld, %lld] weight = rope(theta=%lld)\n", (long long)(MP * op.page_size), (long long)hd, theta);
+    P("\n");
     /* events */
     /* event names carry the layer as a prefix (e12_QKV): no name is another's prefix-extension */
     for (int64_t l = 0; l <= L; l++) P("event e%lld_X[%s]\n", (long long)l, EV);
@@ -346,8 +356,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
               i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G, MGx, (long long)nkv);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
-              "l%lld_pc, %lld, %lld, %d) over (b, g, s) in [B, %lld, %s] policy dynamic%s {\n    %s%s\n",
-              i, i, i, i, i, i, i, i, i, eps, theta, last, (long long)nkv, Sx, op.attn_no_early ? "" : PF, wq_grp, wv_g);
+              "l%lld_pc, rope, %lld, %d) over (b, g, s) in [B, %lld, %s] policy dynamic%s {\n    %s%s\n",
+              i, i, i, i, i, i, i, i, i, eps, last, (long long)nkv, Sx, op.attn_no_early ? "" : PF, wq_grp, wv_g);
             if (last) {
                 P("    notify e%lld_AT[0]\n", i);
             } else {

@@ -249,6 +249,9 @@ evt_status evt_pass_verify(const evt_graph *g, evt_diag *d)
                 evt_diag_error(d, EVT_ERR_VERIFY, t->loc, "tensor %s: shape may only use symbols", t->name);
         if (t->init.kind == EVT_INIT_RANGE && !is_int_dtype(t->dtype))
             evt_diag_error(d, EVT_ERR_VERIFY, t->loc, "tensor %s: `range` initialises integer tensors only", t->name);
+        if (t->init.kind == EVT_INIT_ROPE && (t->dtype != EVT_F32 || t->rank != 2))
+            evt_diag_error(d, EVT_ERR_VERIFY, t->loc, "tensor %s: `rope(...)` initialises f32 tensors of rank 2 only ([positions, head_dim])",
+                           t->name);
     }
     for (int i = 0; i < g->nevents; i++) {
         const evt_event *e = g->events[i];

@@ -1,5 +1,5 @@
 /* buffers.c — host copies of a program's tensors at one shape: allocation,
- * initialisation (zeros, const, seeded random, range, file), poisoning of
+ * initialisation (zeros, const, seeded random, range, file, RoPE table), poisoning of
  * everything else, comparison, and parsing of --set NAME=VALUE. */
 #include <errno.h>
 #include <math.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 #include "evt/runtime.h"
 #include "runtime/half.h"
+#include "tiles/rope.h"
 
 struct evt_buffers {
     uint64_t uid;          /* unique per buffers object in this process (weight residency) */
@@ -104,7 +105,8 @@ static void *random_worker(void *arg)
     }
 }
 
-static evt_status init_tensor(const evt_tensor *t, void *p, int64_t n, size_t bytes, uint64_t seed, int poison, evt_diag *d)
+static evt_status init_tensor(const evt_tensor *t, void *p, const int64_t *dims, int64_t n, size_t bytes, uint64_t seed,
+                              int poison, evt_diag *d)
 {
     const evt_init *in = &t->init;
     switch (in->kind) {
@@ -125,6 +127,13 @@ static evt_status init_tensor(const evt_tensor *t, void *p, int64_t n, size_t by
         for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
         break;
     }
+    case EVT_INIT_ROPE: /* f32 [P, d] (verify.c) */
+        if (t->dtype != EVT_F32 || t->rank != 2 || dims[1] % 2)
+            return evt_diag_error(d, EVT_ERR_SHAPE, t->loc, "tensor %s: rope(...) fills f32 [positions, head_dim] with an even "
+                                  "head_dim; here %s of rank %d, last extent %lld", t->name, evt_dtype_name(t->dtype), t->rank,
+                                  (long long)dims[t->rank > 0 ? t->rank - 1 : 0]);
+        for (int64_t r = 0; r < dims[0]; r++) evt_rope_row(in->value, dims[1], r, (float *)p + r * dims[1]);
+        break;
     case EVT_INIT_FILE: {
         FILE *f = fopen(in->path, "rb");
         if (!f) return evt_diag_error(d, EVT_ERR_IO, t->loc, "tensor %s: cannot open %s", t->name, in->path);
@@ -175,7 +184,7 @@ evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed
         b->bytes[i] = (size_t)n * evt_dtype_size(t->dtype);
         b->data[i] = malloc(b->bytes[i] + 16);
         if (!b->data[i]) { evt_buffers_free(b); return evt_diag_error(d, EVT_ERR_NOMEM, t->loc, "out of memory for %s", t->name); }
-        evt_status st = init_tensor(t, b->data[i], n, b->bytes[i], seed, poison, d);
+        evt_status st = init_tensor(t, b->data[i], b->dims[i], n, b->bytes[i], seed, poison, d);
         if (st) { evt_buffers_free(b); return st; }
     }
     *out = b;

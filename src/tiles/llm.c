@@ -29,7 +29,7 @@
  *   attn_split(q[B, nh, hd], kc, vc, bt, pos, part[B, nh, S, hd + 2])  over (b, h, s)
  *       split s of positions 0..pos[b]: running max, sum and unnormalised
  *       output of softmax(q k / sqrt(hd)) v, for the kv head h / (nh / nkv)
- *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, o, pc[B, MG], eps_e12, theta, merge_last)
+ *   attn_rope_split(qkv, wq[hd], wk[hd], pos[B], bt, kc, vc, part, o, pc[B, MG], rope[P, hd], eps_e12, merge_last)
  *                                                        over (b, g, s)
  *       q_rope, k_rope_append and attn_split in one task for the nh / nkv
  *       q heads of kv head g (grouped-query attention: the cache of g is read
@@ -44,7 +44,10 @@
  *       heads into o as attn_merge_group would and sets the count back to 0,
  *       so that no merge task runs after the attention at any split count
  *       (pc starts at 0: `= zeros`, and the runtime zeroes it again after an
- *       aborted launch)
+ *       aborted launch); the angles come from row pos[b] of rope, the table
+ *       that `rope(theta=...)` fills (tiles/rope.h: bitwise the angles q_rope
+ *       and k_rope_append compute), so no task computes them (on the GPU a
+ *       double pow + sincos gated the norm: ~2.3 us of a task)
  *   attn_merge(part[B, nh, S, hd + 2], o[B, nh * hd])   over (b, h)
  *       the S splits of head h merged and normalised into o[b, head h]
  *   attn_merge_group(part, o, G)   over (b, g): attn_merge of heads g*G .. g*G+G-1
@@ -57,6 +60,7 @@
 #include <string.h>
 #include "tiles/tiles_cpu.h"
 #include "runtime/half.h"
+#include "tiles/rope.h"
 
 typedef uint16_t bf16;
 static inline float ld(const bf16 *p, int64_t i) { return evt_bf16_to_f32(p[i]); }
@@ -186,20 +190,28 @@ void evt_tile_rms_mlp_up(const evt_task_args *a)
     rms_rows(a, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, a->iarg[0], a->iarg[1]);
 }
 
-/* RMSNorm over one head (weight w) then rotate-half RoPE at position p. */
-static void norm_rope(const bf16 *in, const bf16 *w, int64_t hd, int64_t p, int64_t eps_e12, int64_t theta, float *out)
+/* RMSNorm over one head (weight w) then rotate-half RoPE by the angle row
+ * cs (cos | sin of one position: evt_rope_row, or a row of the table that
+ * rope(theta=...) fills with it). */
+static void norm_rope(const bf16 *in, const bf16 *w, int64_t hd, const float *cs, int64_t eps_e12, float *out)
 {
     float s = rms_scale(in, hd, eps_e12);
     float v[1024];
     for (int64_t i = 0; i < hd && i < 1024; i++) v[i] = ld(in, i) * s * ld(w, i);
     int64_t half = hd / 2;
     for (int64_t i = 0; i < half; i++) {
-        double inv = pow((double)theta, -2.0 * (double)i / (double)hd);
-        double ang = (double)p * inv;
-        float c = (float)cos(ang), sn = (float)sin(ang);
+        float c = cs[i], sn = cs[half + i];
         out[i] = v[i] * c - v[i + half] * sn;
         out[i + half] = v[i + half] * c + v[i] * sn;
     }
+}
+
+/* RMSNorm + RoPE at position p with the angles computed here (q_rope, k_rope_append) */
+static void norm_rope_at(const bf16 *in, const bf16 *w, int64_t hd, int64_t p, int64_t eps_e12, int64_t theta, float *out)
+{
+    float cs[1024]; /* a head fits 1024 floats here, as in norm_rope */
+    evt_rope_row((double)theta, hd <= 1024 ? hd : 1024, p, cs);
+    norm_rope(in, w, hd, cs, eps_e12, out);
 }
 
 void evt_tile_q_rope(const evt_task_args *a)
@@ -209,7 +221,7 @@ void evt_tile_q_rope(const evt_task_args *a)
     bf16 *q = a->t[3].ptr;
     int64_t b = a->coord[0], h = a->coord[1], nh = a->t[3].dim[1], hd = a->t[3].dim[2], N = a->t[0].dim[1];
     float out[1024];
-    norm_rope(qkv + b * N + h * hd, w, hd, pos[b], a->iarg[0], a->iarg[1], out);
+    norm_rope_at(qkv + b * N + h * hd, w, hd, pos[b], a->iarg[0], a->iarg[1], out);
     for (int64_t i = 0; i < hd; i++) st(q, (b * nh + h) * hd + i, out[i]);
 }
 
@@ -229,7 +241,7 @@ void evt_tile_k_rope_append(const evt_task_args *a)
     int64_t b = a->coord[0], g = a->coord[1], N = a->t[0].dim[1];
     int64_t nkv = a->t[4].dim[2], hd = a->t[4].dim[3], nh = a->iarg[0];
     float out[1024];
-    norm_rope(qkv + b * N + (nh + g) * hd, w, hd, pos[b], a->iarg[1], a->iarg[2], out);
+    norm_rope_at(qkv + b * N + (nh + g) * hd, w, hd, pos[b], a->iarg[1], a->iarg[2], out);
     int64_t off = cache_off(a, 3, 4, b, pos[b], g);
     for (int64_t i = 0; i < hd; i++) {
         st(kc, off + i, out[i]);
@@ -285,7 +297,7 @@ static void merge_head(const float *part, bf16 *o, int64_t nh, int64_t S, int64_
         L += ps[1] * w;
         for (int64_t i = 0; i < hd; i++) acc[i] += ps[2 + i] * w;
     }
-    for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, L > 0 ? acc[i] / L : 0);
+    for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, L != 0 ? acc[i] / L : 0); /* NaN partials: NaN */
 }
 
 void evt_tile_attn_split(const evt_task_args *a)
@@ -311,27 +323,41 @@ void evt_tile_attn_rope_split(const evt_task_args *a)
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
     int64_t G = nh / nkv, p = pos[b], lo, hi;
     split_range(p + 1, S, s, &lo, &hi);
-    /* q and the new k round to bf16 as the separate q_rope / k_rope_append
-       tiles store them: both forms give the same result */
-    float qf[1024], kf[1024], vf[1024];
-    int has_new = lo <= p && p < hi;
-    if (has_new) { /* the new k and v, written to the cache once per group */
-        norm_rope(qkv + b * N + (nh + g) * hd, wk, hd, p, a->iarg[0], a->iarg[1], kf);
-        int64_t off = cache_off(a, 4, 5, b, p, g);
-        for (int64_t i = 0; i < hd; i++) {
-            kf[i] = evt_bf16_to_f32(evt_f32_to_bf16(kf[i]));
-            vf[i] = ld(qkv, b * N + (nh + nkv + g) * hd + i);
-            st(kc, off + i, kf[i]);
-            vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
+    /* the angles of position p: row p of the rope table. A table without
+       that row (or of another width) gives NaN partials and o, as the CUDA
+       tile's fallback does: never a read past the table, never a silent
+       result (the merges below carry the NaN into o) */
+    const float *cs = a->t[10].ptr;
+    if (p < 0 || p >= a->t[10].dim[0] || a->t[10].dim[1] != hd) {
+        for (int64_t h = g * G; h < (g + 1) * G; h++) {
+            float *dst = part + ((b * nh + h) * S + s) * (hd + 2);
+            for (int64_t i = 0; i < hd + 2; i++) dst[i] = NAN;
+            for (int64_t i = 0; S == 1 && i < hd; i++) st(a->t[8].ptr, (b * nh + h) * hd + i, NAN);
+        }
+    } else {
+        cs += p * hd;
+        /* q and the new k round to bf16 as the separate q_rope / k_rope_append
+           tiles store them: both forms give the same result */
+        float qf[1024], kf[1024], vf[1024];
+        int has_new = lo <= p && p < hi;
+        if (has_new) { /* the new k and v, written to the cache once per group */
+            norm_rope(qkv + b * N + (nh + g) * hd, wk, hd, cs, a->iarg[0], kf);
+            int64_t off = cache_off(a, 4, 5, b, p, g);
+            for (int64_t i = 0; i < hd; i++) {
+                kf[i] = evt_bf16_to_f32(evt_f32_to_bf16(kf[i]));
+                vf[i] = ld(qkv, b * N + (nh + nkv + g) * hd + i);
+                st(kc, off + i, kf[i]);
+                vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
+            }
+        }
+        for (int64_t h = g * G; h < (g + 1) * G; h++) {
+            norm_rope(qkv + b * N + h * hd, wq, hd, cs, a->iarg[0], qf);
+            for (int64_t i = 0; i < hd; i++) qf[i] = evt_bf16_to_f32(evt_f32_to_bf16(qf[i]));
+            attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, part + ((b * nh + h) * S + s) * (hd + 2));
+            if (S == 1) merge_head(part, a->t[8].ptr, nh, S, hd, b, h); /* the only split: o as attn_merge writes it */
         }
     }
-    for (int64_t h = g * G; h < (g + 1) * G; h++) {
-        norm_rope(qkv + b * N + h * hd, wq, hd, p, a->iarg[0], a->iarg[1], qf);
-        for (int64_t i = 0; i < hd; i++) qf[i] = evt_bf16_to_f32(evt_f32_to_bf16(qf[i]));
-        attend(a, 4, 5, 6, b, g, qf, lo, hi, has_new ? p : -1, kf, vf, part + ((b * nh + h) * S + s) * (hd + 2));
-        if (S == 1) merge_head(part, a->t[8].ptr, nh, S, hd, b, h); /* the only split: o as attn_merge writes it */
-    }
-    if (S > 1 && a->iarg[2]) { /* the merge group's last task merges it */
+    if (S > 1 && a->iarg[1]) { /* the merge group's last task merges it */
         int32_t *pc = a->t[9].ptr;
         int64_t MG = a->t[9].dim[1];
         if (MG < 1 || nkv % MG) { /* not a grouping of the kv heads: o is NaN, never silently stale */

@@ -45,7 +45,9 @@
  *       loads in flight together, the next step's issued before this one
  *       is scored), each lane group keeps an online softmax state; states merge through shuffles, then across
  *       warps in shared memory. hd % 8 != 0 or hd > 256: a slow generic path.
- *   attn_rope_split: q_rope of the kv group's q heads into shared memory,
+ *   attn_rope_split: q_rope of the kv group's q heads into shared memory
+ *       (the angles copied from row pos[b] of the rope table, loaded before
+ *       the waits: the same floats the C tiles compute in double),
  *       and (the split holding the new position) the new k and v, which it
  *       writes to the cache; then the split attention for all the group's q
  *       heads at once (each cache line loaded once, scored G times), the new
@@ -303,28 +305,29 @@ __device__ __forceinline__ bool evt_llm_group_norm_rope_warp_ok(int64_t V, int64
 {
     return hd == 128 && (evt_tile_threads() & 31) == 0 && V <= ((evt_tile_threads() + 31) >> 5) - 2;
 }
-/* The warp path's angle table (cos | sin at evt_llm_smem + 320) for
- * position p, computed by its table warps (the last (hd / 2 + 31) / 32); it
- * depends on p alone, so the attention computes it before its waits
- * (evt_llm_group_norm_rope's tab_done) */
+/* The warp path's angle table (cos | sin at evt_llm_smem + 320): row cs of
+ * the rope table (the position's cos | sin, rope(theta=...)), copied by the
+ * table warps (the last (hd / 2 + 31) / 32); NaN when cs is NULL (the table
+ * has no row for the position). The row is a weight, so the attention loads
+ * it before its waits (evt_llm_group_norm_rope's tab_done); it replaced a
+ * double pow + sincos per element that gated the norm (~2.3 us a task,
+ * bench/RESULTS.md session 32) */
 template <int E>
-__device__ __forceinline__ void evt_llm_rope_table_warp(int64_t p, int64_t theta)
+__device__ __forceinline__ void evt_llm_rope_table_warp(const float *cs)
 {
-    constexpr int hd = 32 * E, half = 16 * E;
+    constexpr int half = 16 * E;
     const int nw = evt_tile_threads() >> 5, tw0 = nw - (half + 31) / 32; /* first table warp */
     const int i = (int)threadIdx.x - tw0 * 32;
     if (i >= 0 && i < half) {
         float *tab = evt_llm_smem + 320;
-        double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;
-        sincos((double)p * inv, &sn, &cs);
-        tab[i] = (float)cs;
-        tab[half + i] = (float)sn;
+        tab[i] = cs ? __ldg(cs + i) : NAN;
+        tab[half + i] = cs ? __ldg(cs + half + i) : NAN;
     }
 }
 /* evt_llm_group_norm_rope's fast path for hd = 32 * E and V = G (+ 1)
  * vectors <= warps - hd / 64: warp v < V loads vector v (each lane E
- * consecutive elements) while the last hd / 64 warps compute the angle
- * table (double pow + sincos), then one block barrier; the sum of squares
+ * consecutive elements) while the last hd / 64 warps copy the angle row
+ * (unless tab_done), then one block barrier; the sum of squares
  * is a warp reduction and the rotation partner (element i +- hd / 2) sits
  * 16 lanes away. The block-wide form paid a barrier and a dependent global
  * round trip per vector (~5 us of a qwen3-8b attention task at batch 1,
@@ -332,7 +335,7 @@ __device__ __forceinline__ void evt_llm_rope_table_warp(int64_t p, int64_t theta
  * one thread holding both made the megakernel's tiles spill. */
 template <int E>
 __device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin, int G, const evt_bf16 *wq, const evt_bf16 *kin,
-                                                             const evt_bf16 *wk, int64_t p, int64_t eps_e12, int64_t theta,
+                                                             const evt_bf16 *wk, const float *cs, int64_t eps_e12,
                                                              evt_bf16 *qout, evt_bf16 *kout, bool tab_done)
 {
     constexpr int hd = 32 * E, half = 16 * E;
@@ -348,7 +351,7 @@ __device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin
             w[j] = __bfloat162float(__ldg(wt + lane * E + j));
         }
     } else if (warp >= tw0 && !tab_done) {
-        evt_llm_rope_table_warp<E>(p, theta);
+        evt_llm_rope_table_warp<E>(cs);
     }
     evt_tile_sync();
     if (warp >= V) return; /* warp-uniform */
@@ -370,29 +373,24 @@ __device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin
 /* The G consecutive q heads at qin (and, when kin is not NULL, k): RMSNorm +
  * RoPE as evt_llm_norm_rope, all in one pass: one block reduction for every
  * sum of squares (each in the same order as evt_llm_block_sum, so the same
- * results) and one double sincos per rotation pair, shared by all heads.
- * Outputs bf16 (shared memory), qout[v * hd + i]. Uses evt_llm_smem[0, 320 + hd).
- * G <= 8. tab_done: the warp path's table is already there (written by
- * evt_llm_rope_table_warp for this p earlier in the task: the barrier
- * before the rotation orders it). */
+ * results), rotated by the angle row cs (the position's cos | sin: a row
+ * of the rope table; NULL: NaN, the table has no row for the position),
+ * shared by all heads. Outputs bf16 (shared memory), qout[v * hd + i]. Uses
+ * evt_llm_smem[0, 320 + hd). G <= 8. tab_done: the warp path's table is
+ * already there (copied by evt_llm_rope_table_warp earlier in the task: the
+ * barrier before the rotation orders it). */
 __device__ __forceinline__ void evt_llm_group_norm_rope(const evt_bf16 *qin, int64_t G, const evt_bf16 *wq,
-                                                        const evt_bf16 *kin, const evt_bf16 *wk, int64_t hd, int64_t p,
-                                                        int64_t eps_e12, int64_t theta, evt_bf16 *qout, evt_bf16 *kout,
-                                                        bool tab_done = false)
+                                                        const evt_bf16 *kin, const evt_bf16 *wk, int64_t hd, const float *cs,
+                                                        int64_t eps_e12, evt_bf16 *qout, evt_bf16 *kout, bool tab_done = false)
 {
     int64_t V = G + (kin ? 1 : 0), half = hd / 2;
     int warp = threadIdx.x >> 5, nw = (evt_tile_threads() + 31) >> 5;
     if (evt_llm_group_norm_rope_warp_ok(V, hd)) {
-        evt_llm_group_norm_rope_warp<4>(qin, (int)G, wq, kin, wk, p, eps_e12, theta, qout, kout, tab_done);
+        evt_llm_group_norm_rope_warp<4>(qin, (int)G, wq, kin, wk, cs, eps_e12, qout, kout, tab_done);
         return;
     }
     float *sums = evt_llm_smem, *scale = evt_llm_smem + 9 * 32, *tab = evt_llm_smem + 320; /* [9][32], [9], cos | sin */
-    for (int64_t i = threadIdx.x; i < half; i += evt_tile_threads()) {
-        double inv = pow((double)theta, -2.0 * (double)i / (double)hd), sn, cs;
-        sincos((double)p * inv, &sn, &cs);
-        tab[i] = (float)cs;
-        tab[half + i] = (float)sn;
-    }
+    for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) tab[i] = cs ? __ldg(cs + i) : NAN;
     for (int64_t v = 0; v < V; v++) {
         const evt_bf16 *in = v < G ? qin + v * hd : kin;
         float ss = 0;

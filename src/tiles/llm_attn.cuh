@@ -528,11 +528,11 @@ __device__ __forceinline__ void evt_llm_merge_heads(const float *part, evt_bf16 
             L += ps[1] * w;
             acc += ps[2 + i] * w;
         }
-        evt_llm_st(o, b * nh * hd + h * hd + i, L > 0 ? acc / L : 0.f);
+        evt_llm_st(o, b * nh * hd + h * hd + i, L != 0.f ? acc / L : 0.f); /* NaN partials: NaN */
     }
 }
 
-/* merge_last (attn_rope_split's iarg[2]) with S > 1: the task that
+/* merge_last (attn_rope_split's iarg[1]) with S > 1: the task that
  * finishes its merge group last (P element [b, g * MG / nkv] of pc[B, MG]:
  * nkv / MG x S tasks) merges the group's q heads into o, as
  * attn_merge_group would, and sets the count back to 0 for the next launch.
@@ -542,7 +542,7 @@ __device__ __forceinline__ void evt_llm_merge_heads(const float *part, evt_bf16 
 __device__ __noinline__ void evt_llm_merge_last(const evt_task_args *a, const float *part, evt_bf16 *o, int64_t b, int64_t g,
                                                    int64_t nkv, int64_t nh, int64_t S, int64_t hd)
 {
-    if (S <= 1 || !a->iarg[2]) return;
+    if (S <= 1 || !a->iarg[1]) return;
     static __shared__ int last;
     int32_t *pc = (int32_t *)a->t[9].ptr;
     int64_t MG = a->t[9].dim[1];
@@ -569,8 +569,8 @@ __device__ __noinline__ void evt_llm_merge_last(const evt_task_args *a, const fl
  *
  * Before anything that depends on this step's qkv, each warp but warp 0
  * whose first step of the split lies below pos[b] stages that step's cache
- * rows (evt_llm_attn_stage_first) and the last warps compute the RoPE angle
- * table (it depends on pos alone): their latency overlaps the norm, RoPE and
+ * rows (evt_llm_attn_stage_first) and the last warps copy the RoPE angle
+ * row (row pos[b] of the rope table): their latency overlaps the norm, RoPE and
  * append, and in the early-loads form (attn_rope_split_early_cuda, what a
  * `prefetch` call runs under evt_compile_opts.early_loads) also the task's
  * waits, which warp 0 runs meanwhile (evt_tile_wait). Those positions were
@@ -587,12 +587,14 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
     EVT_ATTN_STAMP(0, 0);
-    int64_t G = nh / nkv, p = pos[b], lo, hi; /* pos and bt: inputs, readable before the waits */
+    int64_t G = nh / nkv, p = pos[b], lo, hi; /* pos, bt and rope: inputs, readable before the waits */
     evt_llm_split_range(p + 1, S, s, &lo, &hi);
+    /* the angles of position p: row p of the rope table (NULL: no such row, NaN angles) */
+    const float *cs = p >= 0 && p < a->t[10].dim[0] && a->t[10].dim[1] == hd ? (const float *)a->t[10].ptr + p * hd : NULL;
     EVT_ATTN_STAMP(1, 0);
     float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
     bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
-    if (!room) { /* the builder refuses such shapes; never a silent result */
+    if (!room || !cs) { /* the builder refuses such shapes and makes a row for every cache position; never a silent result */
         if (evt_tile_wait(a)) return;
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
         for (int64_t e = threadIdx.x; S == 1 && e < G * hd; e += evt_tile_threads()) evt_llm_st(o, (b * nh + g * G) * hd + e, NAN);
@@ -614,7 +616,7 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     /* before the waits: the first step's old cache rows and the angle table */
     const bool staged = stage && evt_llm_attn_stage_first(io, lo, hi < p ? hi : p);
     const bool tab = lo < hi && evt_llm_group_norm_rope_warp_ok(G + (has_new ? 1 : 0), hd);
-    if (tab) evt_llm_rope_table_warp<4>(p, a->iarg[1]);
+    if (tab) evt_llm_rope_table_warp<4>(cs);
     EVT_ATTN_STAMP(8, 224);
     EVT_ATTN_STAMP(9, 32);
     int64_t off = has_new ? evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g) : 0;
@@ -628,8 +630,8 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     bool v1 = hd <= evt_tile_threads(); /* one element per thread */
     evt_bf16 vmine = v1 && has_new && threadIdx.x < hd ? vin[threadIdx.x] : __float2bfloat16_rn(0.f);
     if (lo < hi) {
-        evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, p,
-                                a->iarg[0], a->iarg[1], sq, sk, tab);
+        evt_llm_group_norm_rope(qkv + b * N + g * G * hd, G, wq, has_new ? qkv + b * N + (nh + g) * hd : NULL, wk, hd, cs,
+                                a->iarg[0], sq, sk, tab);
         if (has_new) {
             if (v1) {
                 if (threadIdx.x < hd) sv[threadIdx.x] = vmine;

@@ -70,11 +70,13 @@ static const evt_tile_decl builtins[] = {
      {IN("q", EVT_BF16, 3), IN("kc", EVT_BF16, 4), IN("vc", EVT_BF16, 4), IN("bt", EVT_I32, 2), IN("pos", EVT_I32, 1),
       OUT("part", EVT_F32, 4)}, evt_tile_attn_split, "tiles/llm.cuh", 128, 0, 0, 0, NULL, 0, 0},
     {"attn_rope_split", "q_rope + k_rope_append + attn_split of the q heads of kv head g, split s, for request b (b, g, s); "
-     "with one split, or (merge_last) as the last split of its merge group, also the group's merged output o", 13,
+     "with one split, or (merge_last) as the last split of its merge group, also the group's merged output o; "
+     "the RoPE angles from row pos[b] of rope (rope(theta=...))", 13,
      {IN("qkv", EVT_BF16, 2), IN("wq", EVT_BF16, 1), IN("wk", EVT_BF16, 1), IN("pos", EVT_I32, 1), IN("bt", EVT_I32, 2),
       {"kc", EVT_PARAM_INOUT, EVT_BF16, 4}, {"vc", EVT_PARAM_INOUT, EVT_BF16, 4}, OUT("part", EVT_F32, 4), OUT("o", EVT_BF16, 2),
-      {"pc", EVT_PARAM_INOUT, EVT_I32, 2}, INT("eps_e12"), INT("theta"), INT("merge_last")}, evt_tile_attn_rope_split, "tiles/llm.cuh", 256, 0, 0,
-     1u << 3 | 1u << 4 /* pos, bt */, NULL, 1, 1u << 5 | 1u << 6 /* kc, vc below pos (llm_attn.cuh) */},
+      {"pc", EVT_PARAM_INOUT, EVT_I32, 2}, IN("rope", EVT_F32, 2), INT("eps_e12"), INT("merge_last")}, evt_tile_attn_rope_split,
+     "tiles/llm.cuh", 256, 0, 0, 1u << 3 | 1u << 4 | 1u << 10 /* pos, bt, rope */, NULL, 1,
+     1u << 5 | 1u << 6 /* kc, vc below pos (llm_attn.cuh) */},
     {"attn_merge", "o[b, h] = merge of the splits of part[b, h]", 2,
      {IN("part", EVT_F32, 4), OUT("o", EVT_BF16, 2)}, evt_tile_attn_merge, "tiles/llm.cuh", 128, 0, 0, 0, NULL, 0, 0},
     {"attn_merge_group", "o[b, heads g*G .. g*G+G) = merge of the splits of part[b, those heads]", 3,
