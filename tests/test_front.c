@@ -32,7 +32,6 @@ static const char *FULL =
     "tensor Z : i32[n + 1] input = random\n"
     "tensor F : f32[3] weight = file(\"data/w \\\"q\\\".bin\")\n"
     "tensor ptr : i32[5] input = range\n"
-    "tensor R : f32[16, 8] weight = rope(theta = 1e4)\n"
     "event E[n]\n"
     "event G[4] count = n * 2\n"
     "event X[n, 2] count = topk[e0, e1] + 1\n"
@@ -50,7 +49,8 @@ static const char *FULL =
     "  wait X[ topk[i, k] % n , (k + a) / 2 ] for a in [2], b in [K]\n"
     "  wait G[-i + 3]\n"
     "}\n"
-    "call trig = t(ptr) over (c) in [8] { wait T trigger ptr }\n";
+    "call trig = t(ptr) over (c) in [8] { wait T trigger ptr }\n"
+    "tensor R : f32[16, 8] weight = rope(theta = 1e4)   # declarations may follow the calls\n";
 
 static const char *FULL_NORMAL =
     "sym n = 4 in [1, 1024] buckets [1, 2, 4, 8]\n"
