@@ -261,6 +261,40 @@ static void tile_options_compile(void **state)
     free(plain);
 }
 
+/* evt_compile_opts.cuda_defines: each NAME[=VALUE] a #define before the
+ * tile headers (so part of the source, the compiled-kernel cache's key);
+ * EVT_LLM_NO_TMA, which evtc decode sets for its batch-1-16 program, still
+ * compiles the megakernel (the GEMV tiles without their TMA path); a list
+ * that is not NAME[=VALUE] words is refused with a message. */
+static void cuda_defines_in_source(void **state)
+{
+    (void)state;
+    char *q = tiny_qwen3_cuda((evt_compile_opts){.cuda_defines = " EVT_LLM_NO_TMA  EVT_X=2.5 "});
+    const char *defs = strstr(q, "#define EVT_LLM_NO_TMA 1 /* cuda_defines */\n#define EVT_X 2.5 /* cuda_defines */\n");
+    assert_non_null(defs);
+    assert_true(defs < strstr(q, "#include \"tiles/llm.cuh\""));
+    char *plain = tiny_qwen3_cuda((evt_compile_opts){0});
+    assert_null(strstr(plain, "cuda_defines"));
+    free(plain);
+    tiny_qwen3_compiles(q, (evt_compile_opts){.cuda_defines = " EVT_LLM_NO_TMA  EVT_X=2.5 "}, "EVT_LLM_NO_TMA");
+    free(q);
+    const char *bad[] = {"1X", "A=", "A;B", "A=\"q\"", "A B=", "A=1=2"};
+    const char *prog = "tensor A : f32[4, 4] input = zeros\ntensor C : f32[4] output\n"
+                       "call f = rowsum_final(A, C, 4) over (i) in [1] {\n}\n";
+    for (int i = 0; i < 6; i++) {
+        evt_diag d;
+        evt_diag_init(&d, "defines");
+        evt_graph *g = evt_parse(prog, strlen(prog), &d);
+        assert_non_null(g);
+        evt_plan *p = NULL;
+        evt_compile_opts co = {.cuda_defines = bad[i]};
+        assert_int_equal(evt_compile(g, &co, &p, &d), EVT_ERR_VERIFY);
+        if (!strstr(d.text, "is not a list of NAME or NAME=VALUE")) fail_msg("'%s': %s", bad[i], d.text);
+        evt_graph_free(g);
+        evt_diag_free(&d);
+    }
+}
+
 /* Task records and shared-memory launch tables in the generated kernel:
  * every template takes the entry's record; calls whose maps are all known
  * on the host read their waits and notifies from it, calls with a
@@ -318,6 +352,7 @@ int main(void)
         cmocka_unit_test(weight_stream_is_opt_in),
         cmocka_unit_test(early_loads_leave_waits_to_the_tile),
         cmocka_unit_test(tile_options_compile),
+        cmocka_unit_test(cuda_defines_in_source),
         cmocka_unit_test(records_and_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

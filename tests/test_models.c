@@ -707,6 +707,20 @@ static void check_tolerance(void **state)
    batches whose GEMV tasks gain from it (33-64; none above 64, where no task
    takes the path, nor below 33, where the smaller L1 costs what it saves);
    and its norms */
+/* evt_decode's tile options: the batch-1-16 program of `--norms auto` leaves
+ * the TMA GEMV out (it runs only at 17-64); every program that may run at
+ * those batches keeps it */
+static void decode_cuda_defines_policy(void **state)
+{
+    (void)state;
+    for (int64_t b = 1; b <= 16; b++) assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO), "EVT_LLM_NO_TMA");
+    assert_null(evt_decode_cuda_defines(17, EVT_NORMS_AUTO));
+    assert_null(evt_decode_cuda_defines(64, EVT_NORMS_AUTO));
+    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_FUSED));
+    assert_null(evt_decode_cuda_defines(4, EVT_NORMS_CALLS));
+    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED));
+}
+
 static void decode_tma_ring_policy(void **state)
 {
     (void)state;
@@ -859,6 +873,7 @@ int main(void)
         cmocka_unit_test(reduction_tasks),
         cmocka_unit_test(check_tolerance),
         cmocka_unit_test(decode_tma_ring_policy),
+        cmocka_unit_test(decode_cuda_defines_policy),
         cmocka_unit_test(tiny_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

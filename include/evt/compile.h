@@ -30,6 +30,12 @@ typedef struct evt_compile_opts {
                            form: warps 1-7 issue their weight loads while warp 0 runs the task's
                            waits, all meet at evt_tile_wait; off: the L2 prefetch hook
                            (docs/runtime.md; the stream takes precedence) */
+    const char *cuda_defines; /* CUDA: tile options, "NAME[=VALUE] ..." (space-separated; names of
+                           letters, digits and _, values of those and .+-), each emitted as a
+                           #define before the tile headers, so part of the generated source and of
+                           the compiled-kernel cache's key; e.g. EVT_LLM_NO_TMA leaves the GEMV
+                           tiles' TMA path out of a kernel that never reserves a TMA ring
+                           (src/tiles/llm_tma.cuh). NULL: none */
 } evt_compile_opts;
 
 /* Individual passes (each returns EVT_OK or appends diagnostics). */

@@ -116,6 +116,13 @@ int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold);
 /* The ring evt_decode runs with: `requested` as evt_run_opts.tma_ring has it
    (bytes, -1 none), or 0 (unset) for the default above. */
 int evt_decode_tma_ring(int64_t batch, int requested);
+/* The tile options (evt_compile_opts.cuda_defines) evt_decode compiles with
+   when the caller gives none: "EVT_LLM_NO_TMA" for the fused-norm program
+   that `--norms auto` runs at batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH, whose
+   batches are all below the TMA GEMV's (17-64), so its kernel leaves that
+   path out (bench/RESULTS.md session 33: 0.3-1.3% faster per token at batch
+   1); NULL otherwise (a program that may run at any batch keeps it). */
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms);
 
 typedef struct evt_decode_opts {
     const char *model;     /* preset name or path to config.json */

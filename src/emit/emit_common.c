@@ -506,6 +506,14 @@ evt_status evt_emit_program(const evt_plan *p, evt_printer *o, evt_target tgt, e
     evt_pr(o, "#define EVT_INPUT_ARMING %d /* the launch arms data-dependent events first */\n", p->narm_inputs > 0);
     if (tgt == EVT_TARGET_CUDA && p->nstreams) /* the weight stream: the leaders' pumps and a ring in dynamic shared memory */
         evt_pr(o, "#define EVT_STREAM 1 /* %d calls stream their weights (device/evt_stream.h) */\n", p->nstreams);
+    if (tgt == EVT_TARGET_CUDA && p->cuda_defines) /* tile options (evt_compile_opts.cuda_defines) */
+        for (const char *c = p->cuda_defines; *c;) {
+            if (*c == ' ') { c++; continue; }
+            int n = (int)strcspn(c, " "), eq = (int)strcspn(c, "=");
+            if (eq < n) evt_pr(o, "#define %.*s %.*s /* cuda_defines */\n", eq, c, n - eq - 1, c + eq + 1);
+            else evt_pr(o, "#define %.*s 1 /* cuda_defines */\n", n, c);
+            c += n;
+        }
     evt_pr(o, "#include \"device/evt_device.h\"\n");
     if (tgt == EVT_TARGET_CUDA) evt_pr(o, "#include \"device/evt_stream.h\"\n");
     if (tgt == EVT_TARGET_CUDA) {

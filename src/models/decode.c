@@ -158,6 +158,11 @@ int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold)
     return norms == EVT_NORMS_FUSED || (norms == EVT_NORMS_AUTO && batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH);
 }
 
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms)
+{
+    return norms == EVT_NORMS_AUTO && batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH ? "EVT_LLM_NO_TMA" : NULL;
+}
+
 evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
 {
     evt_qwen3_config c;
@@ -200,6 +205,8 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
        elsewhere the reservation would only shrink L1 */
     local.run.tma_ring = evt_decode_tma_ring(o->batch, o->run.tma_ring);
+    /* the batch-1-16 program's kernel without the TMA GEMV it never runs */
+    if (!local.compile.cuda_defines) local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms);
     o = &local;
     memset(r, 0, sizeof *r);
     evt_qwen3_config c;

@@ -4,6 +4,7 @@
  *          -> armers of data-dependent events -> checks at the default shape
  *             (map bounds, declared counts, task-level cycles)
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pass/taskgraph.h"
@@ -170,11 +171,32 @@ static evt_status check_declared_counts(const evt_plan *p, const evt_shape *s, c
     return st;
 }
 
+/* 1 if s is "NAME[=VALUE] ..." as evt_compile_opts.cuda_defines allows */
+static int cuda_defines_ok(const char *s)
+{
+    for (const char *c = s; *c;) {
+        if (*c == ' ') { c++; continue; }
+        if (!(isalpha((unsigned char)*c) || *c == '_')) return 0;
+        while (isalnum((unsigned char)*c) || *c == '_') c++;
+        if (*c == '=') {
+            c++;
+            if (!*c || *c == ' ') return 0;
+            while (isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '+' || *c == '-') c++;
+        }
+        if (*c && *c != ' ') return 0;
+    }
+    return 1;
+}
+
 evt_status evt_compile(evt_graph *g, const evt_compile_opts *o, evt_plan **out, evt_diag *d)
 {
     static const evt_compile_opts none;
     if (!o) o = &none;
     *out = NULL;
+    if (o->cuda_defines && !cuda_defines_ok(o->cuda_defines))
+        return evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0},
+                              "compile options: cuda_defines '%s' is not a list of NAME or NAME=VALUE (letters, digits, _; "
+                              "values also . + -) separated by spaces", o->cuda_defines);
     evt_status st = evt_pass_verify(g, d);
     if (st) return st;
     evt_plan *p = calloc(1, sizeof *p);
@@ -182,6 +204,7 @@ evt_status evt_compile(evt_graph *g, const evt_compile_opts *o, evt_plan **out, 
     p->g = g;
     p->stream_weights = o->stream_weights;
     p->early_loads = o->early_loads;
+    if (o->cuda_defines && !(p->cuda_defines = strdup(o->cuda_defines))) { free(p); return EVT_ERR_NOMEM; }
     if (!o->no_fuse) p->nfused = evt_pass_fuse_events(g);
     p->ev = calloc(g->nevents + 1, sizeof *p->ev);
     p->call = calloc(g->ncalls + 1, sizeof *p->call);
@@ -214,7 +237,7 @@ void evt_plan_free(evt_plan *p)
     if (!p) return;
     if (p->call)
         for (int c = 0; c < p->g->ncalls; c++) free(p->call[c].arm);
-    free(p->ev); free(p->call); free(p->ops); free(p->arm_inputs);
+    free(p->ev); free(p->call); free(p->ops); free(p->arm_inputs); free(p->cuda_defines);
     free(p);
 }
 

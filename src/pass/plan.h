@@ -52,6 +52,7 @@ struct evt_plan {
     int nstreams;          /* calls that stream their weights */
     int stream_weights;    /* evt_compile_opts.stream_weights */
     int early_loads;       /* evt_compile_opts.early_loads */
+    char *cuda_defines;    /* evt_compile_opts.cuda_defines (a copy; NULL: none) */
 };
 
 /* ---- concrete shapes (host) ---- */

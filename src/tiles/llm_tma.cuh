@@ -51,7 +51,11 @@
  * (the runtime encodes EVT_TMA_BOXES per bf16 matrix of whole 64-column
  * chunks: src/runtime/tmaps.c), a ring of at least two one-chunk stages
  * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 33-64: more shrinks L1 and slows the
- * other tiles, less holds too few stages). */
+ * other tiles, less holds too few stages).
+ * EVT_LLM_NO_TMA (a cuda_defines option) compiles the path out: evtc decode
+ * sets it for the program it runs at batch 1-16, which never takes it; the
+ * smaller kernel measured 0.3% (qwen3-8b) and 1.3% (qwen3-0.6b) faster per
+ * token at batch 1 on an H100 (bench/RESULTS.md, session 33). */
 #ifndef EVT_TILE_LLM_TMA_CUH
 #define EVT_TILE_LLM_TMA_CUH
 
@@ -421,6 +425,9 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
 template <int MODE, bool EARLY, bool NORM>
 __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t n0, int64_t n1)
 {
+#ifdef EVT_LLM_NO_TMA
+    return false; /* compiled out (evt_compile_opts.cuda_defines): the register units run */
+#endif
     constexpr int NW = MODE == 2 ? 2 : 1;
     const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     if (!a->tmaps || B < EVT_TMA_MIN_B || B > 64) return false; /* the common case first: no division */

@@ -22,8 +22,9 @@
 #    split at B = 1 and 64); the GEMV reading weights
 #    from shared memory runs in tests/gpu/decode_check.sh (--stream)
 # 10. no tile function of a decode megakernel spills more than 32 bytes of
-#     registers, default build (early loads), --no-early-loads and --stream
-#     (ptxas -v through bench/spills.sh, both kernel entries)
+#     registers, default build (early loads; the batch-1-16 program, without
+#     the TMA GEMV), --no-early-loads, --stream and the batch-64 program (the
+#     TMA GEMV in) (ptxas -v through bench/spills.sh, both kernel entries)
 # 11. the decode megakernel against the C reference under every schedule,
 #     default build and weight stream (tests/gpu/decode_check.sh)
 # Prints PASS/FAIL per check and a final "N passed, N failed".
@@ -228,14 +229,17 @@ say "== register spills in the tiles of a decode megakernel"
 # evt_call_kernel, 28 and 32 in the stream build; rmsnorm 0, 0 and 16) and
 # measured 1.5-4.1% faster at batch 32 and 64 all the same (bench/RESULTS.md);
 # the 33% loss was a GEMV spilling in its loop, far more than that.
-# The three builds run at once (each is one single-threaded nvcc, ~1 min).
+# The default build is the batch-1-16 program, whose kernel leaves the TMA
+# GEMV out (EVT_LLM_NO_TMA, session 33); b64 builds the large-batch one (norm
+# calls, the TMA path compiled in).
+# The four builds run at once (each is one single-threaded nvcc, ~1 min).
 SPD=$(mktemp -d)
-for variant in default noearly stream; do
-    flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads
+for variant in default noearly stream b64; do
+    flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads; [ $variant = b64 ] && flag="--batch 64"
     (bench/spills.sh examples/qwen3-tiny.json $flag > "$SPD/$variant.txt" 2> "$SPD/$variant.err"; echo $? > "$SPD/$variant.rc") &
 done
 wait
-for variant in default noearly stream; do
+for variant in default noearly stream b64; do
 cat "$SPD/$variant.err" >> "$MAIN"
 report=$(cat "$SPD/$variant.txt")
 if [ "$(cat "$SPD/$variant.rc")" = 0 ]; then
