@@ -140,6 +140,11 @@ static void compile_then_run(void **state)
     assert_non_null(strstr(out, "check: ok"));
     snprintf(cmd, sizeof cmd, "rm -f /tmp/evt-b-%d.evtm", (int)getpid());
     sh(cmd, out, sizeof out);
+    /* --define: a malformed tile option is a one-line error, exit 1 */
+    snprintf(cmd, sizeof cmd, "build/evtc compile examples/buckets.evt --target cuda -o /tmp/evt-d-%d.evtm --define A --define 9x",
+             (int)getpid());
+    assert_int_equal(sh(cmd, out, sizeof out), 1);
+    if (!strstr(out, "cuda_defines 'A 9x' is not a list of NAME or NAME=VALUE")) fail_msg("%s", out);
     /* a watchdog error is a clean exit 1 with the task named */
     FILE *f = fopen("/tmp/evt-wd.evt", "w");
     fputs("sym n = 2 in [1, 8]\ntensor z : f32[1] input = const(0)\ntensor Y : f32[n * 4] scratch\n"

@@ -41,6 +41,7 @@ typedef struct cli {
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
     int no_early_loads;
+    char defines[512]; /* --define: evt_compile_opts.cuda_defines */
 } cli;
 
 static int usage(const char *msg)
@@ -51,6 +52,8 @@ static int usage(const char *msg)
             "       evtc dump FILE\n"
             "       evtc schedule FILE [--set NAME=VALUE]... [--workers N] [--policy rr|cp] [--sched static|hybrid]\n"
             "       evtc compile FILE --target c|cuda -o OUT [--emit SOURCE] [--stream] [--early-loads]\n"
+            "                [--define NAME[=VALUE]]...  (CUDA: a tile option #defined in the generated source, e.g.\n"
+            "                                    EVT_LLM_NO_TMA; evtc decode and run take it too)\n"
             "       evtc run FILE|ARTIFACT [--set NAME=VALUE]... [--backend cpu|cuda|auto]\n"
             "                [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N] [--seed S]\n"
             "                [--check] [--trace OUT.json] [--timeout SEC] [--chaos SEED] [--exact]\n"
@@ -183,6 +186,13 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--no-fuse")) c->copts.no_fuse = 1;
         else if (!strcmp(a, "--stream")) c->copts.stream_weights = 1;
         else if (!strcmp(a, "--early-loads")) c->copts.early_loads = 1;
+        else if (!strcmp(a, "--define")) {
+            NEED();
+            size_t used = strlen(c->defines);
+            if (used + strlen(v) + 2 > sizeof c->defines) { fprintf(stderr, "evtc: --define: at most %zu characters in all\n", sizeof c->defines - 2); return 2; }
+            snprintf(c->defines + used, sizeof c->defines - used, "%s%s", used ? " " : "", v);
+            c->copts.cuda_defines = c->defines; /* checked by evt_compile */
+        }
         else if (!strcmp(a, "--no-early-loads")) c->no_early_loads = 1;
         else if (!strcmp(a, "--tma-ring")) {
             NEED();
