@@ -10,7 +10,9 @@
 #   bench/spills.sh [MODEL] [--stream|--no-early-loads ...] [nvcc flags...]
 #     MODEL      qwen3-0.6b | qwen3-8b | CONFIG.json (default examples/qwen3-tiny.json:
 #                the tiles are the same code for every model, and it compiles fastest)
-#     --OPTION   passed to evtc decode (the build variant)
+#     --OPTION [VALUE]  passed to evtc decode (the build variant; --batch 64:
+#                the large-batch program), the value of --batch, --norms, --define,
+#                --splits, --tiles, --page, --tma-ring and --workers with it
 #     flags      e.g. -DEVT_LLM_ATTN_RS=2 (passed as EVT_NVCCFLAGS)
 #   EVT_SRC_DIR=DIR bench/spills.sh   the device and tile headers of another tree
 #
@@ -25,7 +27,15 @@ cd "$(dirname "$0")/.."
 model=examples/qwen3-tiny.json
 case "${1:-}" in -*|"") ;; *) model=$1; shift ;; esac
 evtc_flags=() nvcc_flags=()
-for a in "$@"; do case "$a" in --*) evtc_flags+=("$a") ;; *) nvcc_flags+=("$a") ;; esac; done
+value=0 # the previous argument was an evtc option that takes a value
+for a in "$@"; do
+    if [ $value = 1 ]; then evtc_flags+=("$a"); value=0; continue; fi
+    case "$a" in
+        --batch|--norms|--define|--splits|--tiles|--page|--tma-ring|--workers) evtc_flags+=("$a"); value=1 ;;
+        --*) evtc_flags+=("$a") ;;
+        *) nvcc_flags+=("$a") ;;
+    esac
+done
 make -s build/evtc || exit 1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
