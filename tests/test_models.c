@@ -182,6 +182,28 @@ static void attention(void **state)
     }
 }
 
+/* attn_rope_split's arguments over these buffers (request 0; eps 1e-6, no
+ * merge_last; rope: rows x width of the angle table) */
+static evt_task_args rope_split_args(uint16_t *qkv, int N, uint16_t *wq, uint16_t *wk, int32_t *pos, int32_t *bt, int MP,
+                                     uint16_t *kc, uint16_t *vc, int PS, int NKV, int HD, float *part, int NH, int S,
+                                     uint16_t *o, float *rope, int rows, int width)
+{
+    evt_task_args f = {0};
+    f.ncoord = 3;
+    f.t[0] = ref(qkv, 2, 1, N, 1, 1);
+    f.t[1] = ref(wq, 1, HD, 1, 1, 1);
+    f.t[2] = ref(wk, 1, HD, 1, 1, 1);
+    f.t[3] = ref(pos, 1, 1, 1, 1, 1);
+    f.t[4] = ref(bt, 2, 1, MP, 1, 1);
+    f.t[5] = ref(kc, 4, MP, PS, NKV, HD);
+    f.t[6] = ref(vc, 4, MP, PS, NKV, HD);
+    f.t[7] = ref(part, 4, 1, NH, S, HD + 2);
+    f.t[8] = ref(o, 2, 1, NH * HD, 1, 1);
+    f.t[10] = ref(rope, 2, rows, width, 1, 1);
+    f.iarg[0] = 1000000;
+    return f;
+}
+
 /* attn_rope_split over (b, g, s) == q_rope + k_rope_append + attn_split over
  * (b, h, s), bitwise (partials and the appended cache: the fused tile's
  * angles come from the rope table, the separate tiles compute them), for 1, 2 and 4 q
@@ -242,20 +264,8 @@ static void fused_attention(void **state)
             for (int h = 0; h < NH; h++)
                 for (int sp = 0; sp < S; sp++) { a.coord[1] = h; a.coord[2] = sp; evt_tile_attn_split(&a); }
             /* fused, one task per (kv head, split) */
-            evt_task_args f = {0};
-            f.ncoord = 3;
-            f.t[0] = ref(qkv, 2, 1, N, 1, 1);
-            f.t[1] = ref(wq, 1, HD, 1, 1, 1);
-            f.t[2] = ref(wk, 1, HD, 1, 1, 1);
-            f.t[3] = ref(pos, 1, 1, 1, 1, 1);
-            f.t[4] = ref(bt, 2, 1, MP, 1, 1);
-            f.t[5] = ref(kc[1], 4, MP, PS, NKV, HD);
-            f.t[6] = ref(vc[1], 4, MP, PS, NKV, HD);
-            f.t[7] = ref(part[1], 4, 1, NH, S, HD + 2);
-            f.t[8] = ref(o[1], 2, 1, NH * HD, 1, 1);
-            f.t[10] = ref(rope, 2, MP * PS, HD, 1, 1);
-            f.iarg[0] = 1000000;
-            f.iarg[1] = 0; /* merge_last */
+            evt_task_args f = rope_split_args(qkv, N, wq, wk, pos, bt, MP, kc[1], vc[1], PS, NKV, HD, part[1], NH, S, o[1], rope,
+                                              MP * PS, HD);
             for (int g = 0; g < NKV; g++)
                 for (int sp = 0; sp < S; sp++) { f.coord[1] = g; f.coord[2] = sp; evt_tile_attn_rope_split(&f); }
             size_t np = (size_t)NH * S * (HD + 2);
@@ -314,20 +324,9 @@ static void fused_attention_without_rope_row(void **state)
     for (int i = 0; i < MP * PS * NKV * HD; i++) kc[i] = vc[i] = bf(frand());
     for (int p = 0; p < MP * PS; p++) evt_rope_row(1e6, HD, p, rope + p * HD);
     for (int variant = 0; variant < 2; variant++) {
-        evt_task_args f = {0};
-        f.ncoord = 3;
-        f.t[0] = ref(qkv, 2, 1, N, 1, 1);
-        f.t[1] = ref(wq, 1, HD, 1, 1, 1);
-        f.t[2] = ref(wk, 1, HD, 1, 1, 1);
-        f.t[3] = ref(pos, 1, 1, 1, 1, 1);
-        f.t[4] = ref(bt, 2, 1, MP, 1, 1);
-        f.t[5] = ref(kc, 4, MP, PS, NKV, HD);
-        f.t[6] = ref(vc, 4, MP, PS, NKV, HD);
-        f.t[7] = ref(part, 4, 1, NH, 1, HD + 2);
-        f.t[8] = ref(o, 2, 1, NH * HD, 1, 1);
         /* variant 0: rows 0..9 only (position 10 missing); 1: rows of width HD / 2 */
-        f.t[10] = variant == 0 ? ref(rope, 2, 10, HD, 1, 1) : ref(rope, 2, MP * PS, HD / 2, 1, 1);
-        f.iarg[0] = 1000000;
+        evt_task_args f = rope_split_args(qkv, N, wq, wk, pos, bt, MP, kc, vc, PS, NKV, HD, part, NH, 1, o, rope,
+                                          variant == 0 ? 10 : MP * PS, variant == 0 ? HD : HD / 2);
         memset(o, 0, sizeof o);
         for (int g = 0; g < NKV; g++) { f.coord[1] = g; evt_tile_attn_rope_split(&f); }
         for (int i = 0; i < NH * HD; i++)
