@@ -307,9 +307,10 @@ __device__ __forceinline__ bool evt_llm_group_norm_rope_warp_ok(int64_t V, int64
 }
 /* The warp path's angle table (cos | sin at evt_llm_smem + 320): row cs of
  * the rope table (the position's cos | sin, rope(theta=...)), copied by the
- * table warps (the last (hd / 2 + 31) / 32); NaN when cs is NULL (the table
- * has no row for the position). The row is a weight, so the attention loads
- * it before its waits (evt_llm_group_norm_rope's tab_done); it replaced a
+ * table warps (the last (hd / 2 + 31) / 32). The row is a weight, so the
+ * attention loads it before its waits (evt_llm_group_norm_rope's tab_done;
+ * a position without a row never gets here: attn_rope_split writes NaN
+ * outputs instead); it replaced a
  * double pow + sincos per element that gated the norm (~2.3 us a task,
  * bench/RESULTS.md session 32) */
 template <int E>
@@ -320,8 +321,8 @@ __device__ __forceinline__ void evt_llm_rope_table_warp(const float *cs)
     const int i = (int)threadIdx.x - tw0 * 32;
     if (i >= 0 && i < half) {
         float *tab = evt_llm_smem + 320;
-        tab[i] = cs ? __ldg(cs + i) : NAN;
-        tab[half + i] = cs ? __ldg(cs + half + i) : NAN;
+        tab[i] = __ldg(cs + i);
+        tab[half + i] = __ldg(cs + half + i);
     }
 }
 /* evt_llm_group_norm_rope's fast path for hd = 32 * E and V = G (+ 1)
@@ -374,7 +375,7 @@ __device__ __forceinline__ void evt_llm_group_norm_rope_warp(const evt_bf16 *qin
  * RoPE as evt_llm_norm_rope, all in one pass: one block reduction for every
  * sum of squares (each in the same order as evt_llm_block_sum, so the same
  * results), rotated by the angle row cs (the position's cos | sin: a row
- * of the rope table; NULL: NaN, the table has no row for the position),
+ * of the rope table),
  * shared by all heads. Outputs bf16 (shared memory), qout[v * hd + i]. Uses
  * evt_llm_smem[0, 320 + hd). G <= 8. tab_done: the warp path's table is
  * already there (copied by evt_llm_rope_table_warp earlier in the task: the
@@ -390,7 +391,7 @@ __device__ __forceinline__ void evt_llm_group_norm_rope(const evt_bf16 *qin, int
         return;
     }
     float *sums = evt_llm_smem, *scale = evt_llm_smem + 9 * 32, *tab = evt_llm_smem + 320; /* [9][32], [9], cos | sin */
-    for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) tab[i] = cs ? __ldg(cs + i) : NAN;
+    for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) tab[i] = __ldg(cs + i);
     for (int64_t v = 0; v < V; v++) {
         const evt_bf16 *in = v < G ? qin + v * hd : kin;
         float ss = 0;

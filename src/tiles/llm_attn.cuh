@@ -589,7 +589,7 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     EVT_ATTN_STAMP(0, 0);
     int64_t G = nh / nkv, p = pos[b], lo, hi; /* pos, bt and rope: inputs, readable before the waits */
     evt_llm_split_range(p + 1, S, s, &lo, &hi);
-    /* the angles of position p: row p of the rope table (NULL: no such row, NaN angles) */
+    /* the angles of position p: row p of the rope table (NULL: no such row; the NaN outputs below) */
     const float *cs = p >= 0 && p < a->t[10].dim[0] && a->t[10].dim[1] == hd ? (const float *)a->t[10].ptr + p * hd : NULL;
     EVT_ATTN_STAMP(1, 0);
     float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
