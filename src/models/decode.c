@@ -160,7 +160,8 @@ int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold)
 
 const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms)
 {
-    return norms == EVT_NORMS_AUTO && batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH ? "EVT_LLM_NO_TMA" : NULL;
+    int fold; /* the fused-norm program --norms auto picks: the same rule as evt_decode_fuse_norm's */
+    return norms == EVT_NORMS_AUTO && evt_decode_fuse_norm(batch, norms, &fold) ? "EVT_LLM_NO_TMA" : NULL;
 }
 
 evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
