@@ -70,7 +70,8 @@ __device__ __forceinline__ float evt_llm_sumsq8(float ss, uint4 v)
 template <int NB8, int NW, int RT, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, int64_t K, int64_t wrow0,
                                              int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0, int64_t c1,
-                                             float acc[NW][RT][NB8][4], float (&ss)[NB8], const evt_task_args *wa, int64_t cstride = 0)
+                                             float acc[NW][RT][NB8][4], float (&ss)[NB8], const evt_task_args *wa, int part = 0,
+                                             int parts = 1)
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     bool rok[RT][2];
@@ -115,9 +116,10 @@ __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
 #endif
     constexpr int FIT = EVT_LLM_LOAD_REGS / (4 * (2 * RT * NW + NB8));
     constexpr int UN = (NB8 == 1 && RT == 1) ? (EVT_LLM_UN_SMALL / NW > 0 ? EVT_LLM_UN_SMALL / NW : 1) : FIT > 4 ? 4 : FIT < 1 ? 1 : FIT;
-    if (cstride <= 0) cstride = UN; /* chunks from one iteration to the next: UN, or ksplit * UN for an interleaved k split */
-    int64_t c = c0;
-    for (; c < c1; c += cstride) {
+    /* iterations part, part + parts, ... of [c0, c1) (parts > 1: the range is
+       shared by warps that take its iterations in turn) */
+    int64_t c = c0 + (int64_t)part * UN;
+    for (; c < c1; c += (int64_t)parts * UN) {
         uint4 w[UN][NW][RT][2], xv[UN][NB8];
 #pragma unroll
         for (int u = 0; u < UN; u++) {
@@ -281,11 +283,12 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
 #ifndef EVT_LLM_KSPLIT_INTERLEAVE
 #define EVT_LLM_KSPLIT_INTERLEAVE 1 /* 0: contiguous ranges at every batch (the ablation) */
 #endif
-        constexpr int UNI = (EVT_LLM_KSPLIT_INTERLEAVE && NB8 == 1 && RT == 1) ? (EVT_LLM_UN_SMALL / NW > 0 ? EVT_LLM_UN_SMALL / NW : 1) : 0;
-        const int c0 = UNI ? ks * UNI : nch * ks / ksplit, c1 = UNI ? nch : nch * (ks + 1) / ksplit;
-        const int64_t cstride = UNI ? (int64_t)ksplit * UNI : 0;
+        constexpr bool ILV = EVT_LLM_KSPLIT_INTERLEAVE && NB8 == 1 && RT == 1;
+        const int c0 = ILV ? 0 : nch * ks / ksplit, c1 = ILV ? nch : nch * (ks + 1) / ksplit;
         float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
-        if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc, ss, wa, cstride)) return;
+        if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc, ss, wa,
+                                                        ILV ? ks : 0, ILV ? ksplit : 1))
+            return;
         if (NORM) {
 #pragma unroll
             for (int j = 0; j < NB8; j++) {
