@@ -14,6 +14,7 @@
 #include "evt/models.h"
 #include "tiles/tiles_cpu.h"
 #include "tiles/rope.h"
+#include "tiles/attn_requests.h"
 #include "runtime/half.h"
 
 static uint32_t seed = 1;
@@ -334,6 +335,33 @@ static void fused_attention_without_rope_row(void **state)
     }
 }
 
+/* attn_rope_split's requests (tiles/attn_requests.h): for every batch B and
+ * first grid extent nb the tasks serve each request exactly once, in runs of
+ * ceil(B / nb); nb = B (or an unset grid) is one request a task */
+static void attention_requests(void **state)
+{
+    (void)state;
+    for (int64_t B = 1; B <= 40; B++)
+        for (int64_t nb = 0; nb <= B + 2; nb++) {
+            evt_task_args a = {0};
+            a.t[3].dim[0] = B;
+            a.grid[0] = nb;
+            int served[40] = {0};
+            int64_t tasks = nb >= 1 && nb <= B ? nb : B, R = nb >= 1 && nb < B ? (B + nb - 1) / nb : 1;
+            for (int64_t bb = 0; bb < tasks; bb++) {
+                int64_t b0, b1;
+                a.coord[0] = bb;
+                evt_tile_attn_requests(&a, &b0, &b1);
+                if (b0 < b1 && b1 - b0 > R) fail_msg("B=%lld nb=%lld: task %lld serves %lld requests", (long long)B, (long long)nb,
+                                                     (long long)bb, (long long)(b1 - b0));
+                for (int64_t b = b0; b < b1; b++) served[b]++;
+            }
+            for (int64_t b = 0; b < B; b++)
+                if (served[b] != 1) fail_msg("B=%lld nb=%lld: request %lld served %d times", (long long)B, (long long)nb, (long long)b,
+                                             served[b]);
+        }
+}
+
 /* rope(theta=...) fills row p of an f32 [P, d] tensor with cos | sin of
  * p * theta^(-2i/d) (RoPE's rotate-half angles), in double rounded once; an
  * odd d is refused when the buffers are made */
@@ -513,12 +541,14 @@ static void config_and_program(void **state)
     assert_null(strstr(text, "q_rope(")); /* q/k norm + RoPE inside the attention tasks */
     assert_non_null(strstr(text, "attn_rope_split(l0_qkv"));
     assert_null(strstr(text, "for r in [B]"));
-    /* attention per kv head (its 2 q heads together), the ready queue under
+    /* attention per kv head (its 2 q heads together) and run of requests
+       (as many a task as make the tasks one wave: tiles/attn_requests.h), the ready queue under
        hybrid; it writes o itself (one split) or the last task of each merge
        group merges it (merge_last = 1, counting in l0_pc), and notifies the O
        projection: no merge call, no P event */
     assert_non_null(strstr(text, "tensor l0_pc : i32[B, max(1, 2 * min(1, 16 / B))] scratch = zeros\n"));
-    assert_non_null(strstr(text, "l0_part, l0_o, l0_pc, rope, 1000000, 1) over (b, g, s) in [B, 2, min(8, max(1, 131 / (B * 2)))] "
+    assert_non_null(strstr(text, "l0_part, l0_o, l0_pc, rope, 1000000, 1) over (b, g, s) in [(B + max(1, (B * 2 + 130) / 131) - 1) / "
+                                 "max(1, (B * 2 + 130) / 131), 2, min(8, max(1, 131 / (B * 2)))] "
                                  "policy dynamic {\n    wait e0_QKV[g * 2 + f] for f in [2]\n"
                                  "    wait e0_QKV[4 + g]\n    wait e0_QKV[6 + g]\n    notify e0_AT[0]\n}"));
     assert_null(strstr(text, "attn_merge_group("));
@@ -707,17 +737,49 @@ static void check_tolerance(void **state)
    takes the path, nor below 33, where the smaller L1 costs what it saves);
    and its norms */
 /* evt_decode's tile options: the batch-1-16 program of `--norms auto` leaves
- * the TMA GEMV out (it runs only at 17-64); every program that may run at
- * those batches keeps it */
+ * the TMA GEMV out (it runs only at 17-64) and, unless the caller asks for
+ * request runs, the attention's run loop (that program has one request per
+ * attention task: decode_small_program_one_request); every program that may
+ * run at the larger batches keeps both */
 static void decode_cuda_defines_policy(void **state)
 {
     (void)state;
-    for (int64_t b = 1; b <= 16; b++) assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO), "EVT_LLM_NO_TMA");
-    assert_null(evt_decode_cuda_defines(17, EVT_NORMS_AUTO));
-    assert_null(evt_decode_cuda_defines(64, EVT_NORMS_AUTO));
-    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_FUSED));
-    assert_null(evt_decode_cuda_defines(4, EVT_NORMS_CALLS));
-    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED));
+    for (int64_t b = 1; b <= 16; b++) {
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1), "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2), "EVT_LLM_NO_TMA"); /* runs asked for: the loop stays */
+    }
+    assert_null(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0));
+    assert_null(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0));
+    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0));
+    assert_null(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0));
+    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0));
+}
+
+/* the program evt_decode builds: one request per attention task where
+   `--norms auto` takes the batch-1-16 program (its kernel has no run loop),
+   runs of requests above it, and runs wherever the caller asks for them */
+static void decode_small_program_one_request(void **state)
+{
+    (void)state;
+    static const struct { int64_t batch, attn_rows; evt_decode_norms norms; const char *grid; } v[] = {
+        {1, 0, EVT_NORMS_AUTO, "over (b, g, s) in [B, 2, "},
+        {16, 0, EVT_NORMS_AUTO, "over (b, g, s) in [B, 2, "},
+        {4, 2, EVT_NORMS_AUTO, "over (b, g, s) in [(B + 2 - 1) / 2, 2, "},
+        {17, 0, EVT_NORMS_AUTO, "over (b, g, s) in [(B + max(1, (B * 2 + 130) / 131) - 1) / max(1, (B * 2 + 130) / 131), 2, "},
+        {64, 0, EVT_NORMS_AUTO, "over (b, g, s) in [(B + max(1, (B * 2 + 130) / 131) - 1) / max(1, (B * 2 + 130) / 131), 2, "},
+        {1, 0, EVT_NORMS_CALLS, "over (b, g, s) in [(B + max(1, (B * 2 + 130) / 131) - 1) / max(1, (B * 2 + 130) / 131), 2, "},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = v[k].batch, .ctx = 8, .steps = 1, .norms = v[k].norms};
+        o.build.attn_rows = v[k].attn_rows;
+        evt_qwen3_config c;
+        char *text = NULL;
+        evt_diag d = {0};
+        assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+        if (!strstr(text, v[k].grid)) fail_msg("batch %lld, attn_rows %lld: no '%s'", (long long)v[k].batch, (long long)v[k].attn_rows, v[k].grid);
+        free(text);
+    }
 }
 
 static void decode_tma_ring_policy(void **state)
@@ -798,9 +860,12 @@ static void tiny_decode(void **state)
        split per request (--splits 1) also the attention tasks writing o
        themselves (the default) and merge tasks after them (--merge-one-split) */
     {
-        enum { NV = 6 };
-        static const struct { int splits, split_rope, merge_one_split, merge_tasks, same_as; } v[NV] = {
-            {0, 0, 0, 0, -1}, {0, 1, 0, 0, 0}, {1, 0, 0, 0, -1}, {1, 0, 1, 0, 2}, {1, 1, 0, 0, 2}, {0, 0, 0, 1, 0}};
+        /* ... and with several requests a task (attn_rows 2, 3 or 4 of the 4
+           rows: tiles/attn_requests.h), one split or eight */
+        enum { NV = 10 };
+        static const struct { int splits, split_rope, merge_one_split, merge_tasks, attn_rows, same_as; } v[NV] = {
+            {0, 0, 0, 0, 0, -1}, {0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, -1}, {1, 0, 1, 0, 0, 2}, {1, 1, 0, 0, 0, 2}, {0, 0, 0, 1, 0, 0},
+            {1, 0, 0, 0, 3, 2},  {1, 0, 0, 0, 4, 2}, {0, 0, 0, 0, 2, 0},  {0, 0, 0, 0, 3, 0}};
         char dirs[NV][64];
         for (int k = 0; k < NV; k++) {
             snprintf(dirs[k], sizeof dirs[k], "/tmp/evt-rope-XXXXXX");
@@ -812,6 +877,7 @@ static void tiny_decode(void **state)
             o.build.split_rope = v[k].split_rope;
             o.build.merge_one_split = v[k].merge_one_split;
             o.build.merge_tasks = v[k].merge_tasks;
+            o.build.attn_rows = v[k].attn_rows;
             evt_decode_result r;
             evt_diag d;
             evt_diag_init(&d, "decode");
@@ -831,13 +897,14 @@ static void tiny_decode(void **state)
                 }
                 assert_int_equal(n[0], n[1]);
                 if (memcmp(buf[0], buf[1], n[0]))
-                    fail_msg("%s differs between variants %d and %d (splits %d, split_rope %d, merge_one_split %d, merge_tasks %d)",
-                             files[f], v[k].same_as, k, v[k].splits, v[k].split_rope, v[k].merge_one_split, v[k].merge_tasks);
+                    fail_msg("%s differs between variants %d and %d (splits %d, split_rope %d, merge_one_split %d, merge_tasks %d, "
+                             "attn_rows %d)", files[f], v[k].same_as, k, v[k].splits, v[k].split_rope, v[k].merge_one_split,
+                             v[k].merge_tasks, v[k].attn_rows);
                 free(buf[0]);
                 free(buf[1]);
             }
         for (int k = 0; k < NV; k++) {
-            char cmd[400];
+            char cmd[800];
             snprintf(cmd, sizeof cmd, "rm -rf '%s'", dirs[k]);
             assert_int_equal(system(cmd), 0);
         }
@@ -865,6 +932,7 @@ int main(void)
         cmocka_unit_test(attention),
         cmocka_unit_test(fused_attention),
         cmocka_unit_test(fused_attention_without_rope_row),
+        cmocka_unit_test(attention_requests),
         cmocka_unit_test(rope_initializer),
         cmocka_unit_test(argmax_ties),
         cmocka_unit_test(fused_norm_tiles),
@@ -873,6 +941,7 @@ int main(void)
         cmocka_unit_test(check_tolerance),
         cmocka_unit_test(decode_tma_ring_policy),
         cmocka_unit_test(decode_cuda_defines_policy),
+        cmocka_unit_test(decode_small_program_one_request),
         cmocka_unit_test(tiny_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,7 +37,7 @@ typedef struct cli {
     /* decode */
     const char *model, *dump, *emit_program;
     int emit_only;
-    long long batch, ctx, steps, splits, page, tiles;
+    long long batch, ctx, steps, splits, page, tiles, attn_rows;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
     int no_early_loads;
@@ -64,6 +64,8 @@ static int usage(const char *msg)
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
+            "                [--attn-rows N]      (requests per attention task; default: as many as make the tasks\n"
+            "                                      one wave, 1 up to batch 16; 1: one request a task, the ablation)\n"
             "                [--row-events]       (ablation: per-row events between row and tile calls)\n"
             "                [--split-rope]       (ablation: q/k norm + RoPE as calls of their own before attention)\n"
             "                [--norms auto|fused|calls|unfolded]  (auto: the norms' weights folded into the matrices, the\n"
@@ -174,6 +176,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--qkv-per-head")) c->qkv_per_head = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
+        else if (!strcmp(a, "--attn-rows")) { NEED(); if (!parse_int(v, 1, 128, &c->attn_rows)) { fprintf(stderr, "evtc: --attn-rows %s: expected 1..128\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--check")) c->check = 1;
         else if (!strcmp(a, "--emit-only")) c->emit_only = 1;
@@ -432,6 +435,7 @@ static int cmd_decode(cli *c)
     evt_decode_opts o = {.model = c->model, .batch = c->batch, .ctx = c->ctx, .steps = c->steps, .backend = c->backend,
                          .run = c->run, .check = c->check, .dump_dir = c->dump};
     o.build.attn_splits = c->splits;
+    o.build.attn_rows = c->attn_rows;
     o.build.target_tasks = c->tiles;
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;

@@ -41,6 +41,10 @@ typedef struct evt_qwen3_opts {
     int64_t max_ctx;       /* cache capacity per request, tokens (default 1024) */
     int64_t page_size;     /* tokens per KV page (default 16) */
     int64_t attn_splits;   /* split-KV partitions per (request, kv head); 0 (default): max(1, target_tasks / (B * kv heads)) */
+    int64_t attn_rows;     /* requests per attention task (tiles/attn_requests.h); 0 (default):
+                              max(1, ceil(B x kv heads / target_tasks)), the tasks one wave; 1: one
+                              request a task (the ablation, and what evt_decode builds for the
+                              batch-1-16 program of `--norms auto`: evt_decode_cuda_defines) */
     int64_t target_tasks;  /* linear calls have this many tiles (default 131: one fewer than the 132
                               workers of an H100/H200, so the worker without a tile in a GEMV stage
                               takes the RMSNorm after it; measured 2-10% faster per token together
@@ -117,12 +121,18 @@ int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold);
    (bytes, -1 none), or 0 (unset) for the default above. */
 int evt_decode_tma_ring(int64_t batch, int requested);
 /* The tile options (evt_compile_opts.cuda_defines) evt_decode compiles with
-   when the caller gives none: "EVT_LLM_NO_TMA" for the fused-norm program
-   that `--norms auto` runs at batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH, whose
-   batches are all below the TMA GEMV's (17-64), so its kernel leaves that
-   path out (bench/RESULTS.md session 33: 0.3-1.3% faster per token at batch
-   1); NULL otherwise (a program that may run at any batch keeps it). */
-const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms);
+   when the caller gives none. For the fused-norm program that `--norms auto`
+   runs at batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH: "EVT_LLM_NO_TMA", since
+   its batches are all below the TMA GEMV's (17-64), so its kernel leaves
+   that path out (bench/RESULTS.md session 33: 0.3-1.3% faster per token at
+   batch 1); and, when attn_rows (evt_qwen3_opts.attn_rows as the caller set
+   it) is 0 or 1, "EVT_LLM_ATTN_ONE_REQUEST": evt_decode builds that program
+   with one request per attention task, so its kernel leaves the request
+   runs' loop out too (code a kernel carries and never runs cost batch 1
+   0.8-2.7%, session 37). A kernel with EVT_LLM_ATTN_ONE_REQUEST serves only
+   programs whose attn_rope_split grids have the batch as first extent.
+   NULL otherwise (a program that may run at any batch keeps both). */
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows);
 
 typedef struct evt_decode_opts {
     const char *model;     /* preset name or path to config.json */

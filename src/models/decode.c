@@ -158,10 +158,18 @@ int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold)
     return norms == EVT_NORMS_FUSED || (norms == EVT_NORMS_AUTO && batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH);
 }
 
-const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms)
+/* 1 if evt_decode builds the batch-1-16 program for this batch: the fused
+   norms that `--norms auto` picks (evt_decode_fuse_norm's rule) */
+static int small_batch_program(int64_t batch, evt_decode_norms norms)
 {
-    int fold; /* the fused-norm program --norms auto picks: the same rule as evt_decode_fuse_norm's */
-    return norms == EVT_NORMS_AUTO && evt_decode_fuse_norm(batch, norms, &fold) ? "EVT_LLM_NO_TMA" : NULL;
+    int fold;
+    return norms == EVT_NORMS_AUTO && evt_decode_fuse_norm(batch, norms, &fold);
+}
+
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows)
+{
+    if (!small_batch_program(batch, norms)) return NULL;
+    return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST" : "EVT_LLM_NO_TMA";
 }
 
 evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
@@ -174,6 +182,9 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
     evt_qwen3_opts bo = o->build;
     bo.fuse_norm = evt_decode_fuse_norm(o->batch, o->norms, &bo.fold_norms);
+    /* the batch-1-16 program: one request per attention task (its kernel
+       leaves the run loop out: evt_decode_cuda_defines) */
+    if (!bo.attn_rows && small_batch_program(o->batch, o->norms)) bo.attn_rows = 1;
     if (!bo.max_batch) bo.max_batch = o->batch > 128 ? o->batch : 128;
     if (o->batch > bo.max_batch)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch %lld exceeds the program's bound %lld",
@@ -206,8 +217,10 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
        elsewhere the reservation would only shrink L1 */
     local.run.tma_ring = evt_decode_tma_ring(o->batch, o->run.tma_ring);
-    /* the batch-1-16 program's kernel without the TMA GEMV it never runs */
-    if (!local.compile.cuda_defines) local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms);
+    /* the batch-1-16 program's kernel without the TMA GEMV and the
+       attention's request runs, which it never runs */
+    if (!local.compile.cuda_defines)
+        local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms, o->build.attn_rows);
     o = &local;
     memset(r, 0, sizeof *r);
     evt_qwen3_config c;

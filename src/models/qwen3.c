@@ -15,7 +15,11 @@
  *          (S = 1) the task writes its heads of o itself, with several the
  *          last task of each merge group to finish merges the group's
  *          splits into o (counted in l_pc, zeros; attn_rope_split's
- *          merge_last): no merge stage, no P event, at any batch
+ *          merge_last): no merge stage, no P event, at any batch.
+ *          Its first coordinate is a run of requests: R = ceil(B x kv
+ *          heads / target_tasks) of them a task (1 up to batch 16 at 8 kv
+ *          heads; `attn_rows` fixes R), the grid [ceil(B / R), nkv, S]
+ *          (tiles/attn_requests.h): one dispatch, wait and notify per run
  *   am     (ablations: `merge_tasks` where S > 1, `merge_one_split` at every
  *          batch; the attention then notifies P_i[b, g])
  *          attn_merge_group -> o        over (b, g)    waits P_i[b, g]     notifies AT_i[0]
@@ -191,6 +195,20 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
        call, no P event, at any split count; merge_tasks keeps the merge
        tasks there (the ablation) */
     const int last = fold && !op.merge_tasks;
+    /* requests per attention task (tiles/attn_requests.h): given, or as
+       many as make the tasks one wave (ceil(B x kv heads / target_tasks):
+       1 up to batch 16 at 8 kv heads, 4 at 64), so that a worker runs its
+       share of the attention as one task rather than paying a dispatch, a
+       wait and a notify per request. Only where the attention's events do
+       not name the request (the last split merges, or one split): the merge
+       tasks' P[b, ...] and the split-rope form keep one request a task.
+       Bx is the grid's first extent */
+    char Rx[160], Bx[400];
+    if (op.attn_rows > 0) snprintf(Rx, sizeof Rx, "%lld", (long long)op.attn_rows);
+    else snprintf(Rx, sizeof Rx, "max(1, (B * %lld + %lld) / %lld)", (long long)nkv, (long long)op.target_tasks - 1,
+                  (long long)op.target_tasks);
+    if (last && !op.split_rope && op.attn_rows != 1) snprintf(Bx, sizeof Bx, "(B + %s - 1) / %s", Rx, Rx);
+    else snprintf(Bx, sizeof Bx, "B");
     char MULTIx[128], MGTx[256], PFORx[160] = "";
     snprintf(MULTIx, sizeof MULTIx, fold ? "min(1, %s - 1)" : "1", Sx);
     snprintf(MGTx, sizeof MGTx, fold ? "%s * %s" : "%s", MGx, MULTIx);
@@ -356,8 +374,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
               i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G, MGx, (long long)nkv);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
-              "l%lld_pc, rope, %lld, %d) over (b, g, s) in [B, %lld, %s] policy dynamic%s {\n    %s%s\n",
-              i, i, i, i, i, i, i, i, i, eps, last, (long long)nkv, Sx, op.attn_no_early ? "" : PF, wq_grp, wv_g);
+              "l%lld_pc, rope, %lld, %d) over (b, g, s) in [%s, %lld, %s] policy dynamic%s {\n    %s%s\n",
+              i, i, i, i, i, i, i, i, i, eps, last, Bx, (long long)nkv, Sx, op.attn_no_early ? "" : PF, wq_grp, wv_g);
             if (last) {
                 P("    notify e%lld_AT[0]\n", i);
             } else {

@@ -61,6 +61,7 @@
 #include "tiles/tiles_cpu.h"
 #include "runtime/half.h"
 #include "tiles/rope.h"
+#include "tiles/attn_requests.h"
 
 typedef uint16_t bf16;
 static inline float ld(const bf16 *p, int64_t i) { return evt_bf16_to_f32(p[i]); }
@@ -313,13 +314,14 @@ void evt_tile_attn_split(const evt_task_args *a)
     attend(a, 3, 1, 2, b, h / (nh / nkv), qf, lo, hi, -1, NULL, NULL, part + ((b * nh + h) * S + s) * (hd + 2));
 }
 
-void evt_tile_attn_rope_split(const evt_task_args *a)
+/* attn_rope_split for request b (the task's kv head and split) */
+static void attn_rope_one(const evt_task_args *a, int64_t b)
 {
     const bf16 *qkv = a->t[0].ptr, *wq = a->t[1].ptr, *wk = a->t[2].ptr;
     const int32_t *pos = a->t[3].ptr;
     bf16 *kc = a->t[5].ptr, *vc = a->t[6].ptr;
     float *part = a->t[7].ptr;
-    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
+    int64_t g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
     int64_t G = nh / nkv, p = pos[b], lo, hi;
     split_range(p + 1, S, s, &lo, &hi);
@@ -371,6 +373,17 @@ void evt_tile_attn_rope_split(const evt_task_args *a)
             for (int64_t h = grp * GH; h < (grp + 1) * GH; h++) merge_head(part, a->t[8].ptr, nh, S, hd, b, h);
         }
     }
+}
+
+/* The requests of an attn_rope_split task: its grid's first extent nb
+   blocks the batch B (pos's length) into runs of R = ceil(B / nb) requests,
+   and task (bb, g, s) serves requests [bb R, min(B, (bb + 1) R)) one after
+   the other (nb = B: one request a task) */
+void evt_tile_attn_rope_split(const evt_task_args *a)
+{
+    int64_t b0, b1;
+    evt_tile_attn_requests(a, &b0, &b1);
+    for (int64_t b = b0; b < b1; b++) attn_rope_one(a, b);
 }
 
 /* merge_head over the tensors of an attn_merge / attn_merge_group task */

@@ -446,6 +446,7 @@ __device__ __noinline__ void k_rope_append_cuda(const evt_task_args *a)
 }
 
 /* attention: attn_split, attn_rope_split, attn_merge, attn_merge_group */
+#include "attn_requests.h"
 #include "llm_attn.cuh"
 
 /* ----------------------------------------------------------- argmax ---- */

@@ -577,14 +577,34 @@ __device__ __noinline__ void evt_llm_merge_last(const evt_task_args *a, const fl
  * written by earlier launches: the only cache element a launch writes is
  * position pos[b], by this call's own tasks (the registry's early_params;
  * the lowering checks that no other call of the program writes kc or vc). */
+#ifdef EVT_LLM_ATTN_ONE_REQUEST
+/* A kernel whose programs give every attn_rope_split task one request (the
+   grid's first extent is the batch: evt_decode's batch-1-16 program, which it
+   builds with `attn_rows` 1): the task is its coordinate's request, and the
+   kernel carries no run loop. Code a kernel carries and never runs moves the
+   allocation of the rest (bench/RESULTS.md, session 37: the loop cost batch 1
+   0.8-2.7%), so this form is, token for token, the one-request tile (the
+   same machine code: compare the cubins' .text). */
+#define EVT_ATTN_REQ_B a->coord[0]
+#define EVT_ATTN_REQ_WAIT(a) evt_tile_wait(a)
+#define EVT_ATTN_REQ_RETURN(aborted) return
 __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
+#else
+/* One request (req) of a run (first: the run's first, which meets the
+   task's waits; the others run after them). Returns true if the launch
+   aborted. */
+#define EVT_ATTN_REQ_B req
+#define EVT_ATTN_REQ_WAIT(a) (first && evt_tile_wait(a))
+#define EVT_ATTN_REQ_RETURN(aborted) return aborted
+__device__ __noinline__ bool attn_rope_request_cuda(const evt_task_args *a, int64_t req, bool first)
+#endif
 {
     const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
     const int32_t *pos = (const int32_t *)a->t[3].ptr;
     evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
     float *part = (float *)a->t[7].ptr;
     evt_bf16 *o = (evt_bf16 *)a->t[8].ptr;
-    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
+    int64_t b = EVT_ATTN_REQ_B, g = a->coord[1], s = a->coord[2], N = a->t[0].dim[1];
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2];
     EVT_ATTN_STAMP(0, 0);
     int64_t G = nh / nkv, p = pos[b], lo, hi; /* pos, bt and rope: inputs, readable before the waits */
@@ -595,11 +615,11 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     float *dst = part + ((b * nh + g * G) * S + s) * (hd + 2);
     bool room = (G + 2) * hd <= 2 * (EVT_LLM_SMEM_FLOATS - EVT_LLM_ATTN_QKV_OFF) && G <= 8 && hd <= 1024;
     if (!room || !cs) { /* the builder refuses such shapes and makes a row for every cache position; never a silent result */
-        if (evt_tile_wait(a)) return;
+        if (EVT_ATTN_REQ_WAIT(a)) EVT_ATTN_REQ_RETURN(true);
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) dst[(e / (hd + 2)) * S * (hd + 2) + e % (hd + 2)] = NAN;
         for (int64_t e = threadIdx.x; S == 1 && e < G * hd; e += evt_tile_threads()) evt_llm_st(o, (b * nh + g * G) * hd + e, NAN);
         evt_llm_merge_last(a, part, o, b, g, nkv, nh, S, hd);
-        return;
+        EVT_ATTN_REQ_RETURN(false);
     }
     bool has_new = lo <= p && p < hi;
     evt_llm_attn_io io;
@@ -620,9 +640,9 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     EVT_ATTN_STAMP(8, 224);
     EVT_ATTN_STAMP(9, 32);
     int64_t off = has_new ? evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g) : 0;
-    if (evt_tile_wait(a)) { /* aborted: let the staged copies land before leaving */
+    if (EVT_ATTN_REQ_WAIT(a)) { /* aborted: let the staged copies land before leaving */
         asm volatile("cp.async.wait_all;" ::: "memory");
-        return;
+        EVT_ATTN_REQ_RETURN(true);
     }
     EVT_ATTN_STAMP(2, 0);
     /* the new v is loaded before the norm + RoPE, so its latency overlaps it */
@@ -654,7 +674,31 @@ __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
     EVT_ATTN_STAMP(6, 0);
     evt_llm_merge_last(a, part, o, b, g, nkv, nh, S, hd);
     EVT_ATTN_STAMP(7, 0);
+#ifndef EVT_LLM_ATTN_ONE_REQUEST
+    return false;
+#endif
 }
+#undef EVT_ATTN_REQ_B
+#undef EVT_ATTN_REQ_WAIT
+#undef EVT_ATTN_REQ_RETURN
+#ifndef EVT_LLM_ATTN_ONE_REQUEST
+/* The task's requests (tiles/attn_requests.h: one, or a run of them at
+   large batches) one after the other: one dispatch, one wait and one notify
+   for the run. A barrier between requests: each reuses the shared memory. */
+__device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
+{
+    int64_t b0, b1;
+    evt_tile_attn_requests(a, &b0, &b1);
+    if (b0 >= b1) { /* past the batch: no request, the waits still met */
+        evt_tile_wait(a);
+        return;
+    }
+    for (int64_t b = b0; b < b1; b++) {
+        if (b > b0) evt_tile_sync();
+        if (attn_rope_request_cuda(a, b, b == b0)) return;
+    }
+}
+#endif
 /* the early-loads form is the same code: evt_tile_wait meets warp 0 there */
 __device__ __forceinline__ void attn_rope_split_early_cuda(const evt_task_args *a) { attn_rope_split_cuda(a); }
 

@@ -67,6 +67,14 @@
 # form, qwen3-8b's o and down shapes), QKV in two passes of 128 rows, gate +
 # up in four of 96. A stage moves 1, 2 or 4 chunks of 64 k in one 3-D box
 # per matrix (as many as leave the 96 KiB ring two stages).
+# Above batch 16 an attention task serves a run of R = ceil(B x 8 / 131)
+# requests (docs/models.md): 2 at b20 and b32, 3 at b40, 4 at b50 and b64
+# (uneven-b50, mid-b50-page12: 13 runs, the last of 2 requests; the generic
+# path in the page12 one), 7 at b100 (the last run of 2); uneven-b4-rows3
+# asks for runs of 3 at batch 4 (runs of 3 and 1, four splits, the last
+# split of each group merging), which keeps the loop in the batch-1-16
+# kernel; every other case at B <= 16 runs that kernel without it
+# (EVT_LLM_ATTN_ONE_REQUEST).
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -138,6 +146,9 @@ export EVT_NVCCFLAGS=-DEVT_LLM_EARLY_MAX_NB8=1 # early loads at B <= 8 only
 run_case mid-b40-early-b8 tests/gpu/qwen3-mid.json 40 33 2
 unset EVT_NVCCFLAGS
 run_case mid-b4-page12 tests/gpu/qwen3-mid.json 4 64 2 --page 12
+run_case uneven-b50 tests/gpu/qwen3-uneven.json 50 40 2
+run_case mid-b50-page12 tests/gpu/qwen3-mid.json 50 64 2 --page 12
+run_case uneven-b4-rows3 tests/gpu/qwen3-uneven.json 4 40 2 --attn-rows 3
 run_case uneven-b12-page12 tests/gpu/qwen3-uneven.json 12 40 2 --page 12
 run_case uneven-b20-tma tests/gpu/qwen3-uneven.json 20 40 2 --tma-ring 98304
 run_case uneven-b64-notma tests/gpu/qwen3-uneven.json 64 40 2 --tma-ring 0
