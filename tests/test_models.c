@@ -782,6 +782,35 @@ static void decode_small_program_one_request(void **state)
     }
 }
 
+/* a kernel without the run loop (EVT_LLM_ATTN_ONE_REQUEST) refuses a
+   program whose attention tasks serve runs of requests, with a message that
+   names the call, and takes the one-request program */
+static void one_request_define_refuses_runs(void **state)
+{
+    (void)state;
+    for (int64_t batch = 1; batch <= 64; batch += 63) {
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = batch, .ctx = 8, .steps = 1};
+        evt_qwen3_config c;
+        char *text = NULL;
+        evt_diag d = {0};
+        assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+        evt_graph *g = evt_parse(text, strlen(text), &d);
+        assert_non_null(g);
+        evt_compile_opts co = {.cuda_defines = "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST"};
+        evt_plan *p = NULL;
+        evt_status st = evt_compile(g, &co, &p, &d);
+        if (batch == 1) assert_int_equal(st, EVT_OK);
+        else {
+            assert_int_equal(st, EVT_ERR_VERIFY);
+            assert_non_null(strstr(d.text, "call l0_at: the kernel is compiled with EVT_LLM_ATTN_ONE_REQUEST"));
+        }
+        evt_plan_free(p);
+        evt_graph_free(g);
+        free(text);
+        evt_diag_free(&d);
+    }
+}
+
 static void decode_tma_ring_policy(void **state)
 {
     (void)state;
@@ -942,6 +971,7 @@ int main(void)
         cmocka_unit_test(decode_tma_ring_policy),
         cmocka_unit_test(decode_cuda_defines_policy),
         cmocka_unit_test(decode_small_program_one_request),
+        cmocka_unit_test(one_request_define_refuses_runs),
         cmocka_unit_test(tiny_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

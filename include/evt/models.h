@@ -130,7 +130,8 @@ int evt_decode_tma_ring(int64_t batch, int requested);
    with one request per attention task, so its kernel leaves the request
    runs' loop out too (code a kernel carries and never runs cost batch 1
    0.8-2.7%, session 37). A kernel with EVT_LLM_ATTN_ONE_REQUEST serves only
-   programs whose attn_rope_split grids have the batch as first extent.
+   programs whose attn_rope_split grids have the batch as first extent
+   (evt_compile refuses others).
    NULL otherwise (a program that may run at any batch keeps both). */
 const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows);
 

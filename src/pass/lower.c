@@ -188,6 +188,35 @@ static int cuda_defines_ok(const char *s)
     return 1;
 }
 
+/* 1 if the define NAME is one of cuda_defines' entries */
+static int defines_name(const char *defines, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *c = defines; (c = strstr(c, name)); c += n)
+        if ((c == defines || c[-1] == ' ') && (!c[n] || c[n] == ' ' || c[n] == '=')) return 1;
+    return 0;
+}
+
+/* EVT_LLM_ATTN_ONE_REQUEST (evt_decode's batch-1-16 kernel) compiles
+   attn_rope_split without its loop over a run of requests
+   (tiles/attn_requests.h): such a kernel serves only calls whose grid's first
+   extent is the batch, the length of pos (the call's fourth argument) */
+static evt_status one_request_calls(const evt_graph *g, const char *defines, evt_diag *d)
+{
+    if (!defines || !defines_name(defines, "EVT_LLM_ATTN_ONE_REQUEST")) return EVT_OK;
+    for (int i = 0; i < g->ncalls; i++) {
+        const evt_call *c = g->calls[i];
+        if (strcmp(c->op, "attn_rope_split") || c->nargs < 4 || c->args[3].kind != EVT_ARG_TENSOR) continue;
+        if (c->rank >= 1 && evt_expr_equal(c->grid[0], c->args[3].tensor->shape[0])) continue;
+        return evt_diag_error(d, EVT_ERR_VERIFY, c->loc,
+                              "call %s: the kernel is compiled with EVT_LLM_ATTN_ONE_REQUEST (one request per attention "
+                              "task), but this call's first grid extent is not the batch (the length of %s): it gives "
+                              "a task a run of requests; drop the define",
+                              c->name, c->args[3].tensor->name);
+    }
+    return EVT_OK;
+}
+
 evt_status evt_compile(evt_graph *g, const evt_compile_opts *o, evt_plan **out, evt_diag *d)
 {
     static const evt_compile_opts none;
@@ -199,6 +228,7 @@ evt_status evt_compile(evt_graph *g, const evt_compile_opts *o, evt_plan **out, 
                               "values also . + -) separated by spaces", o->cuda_defines);
     evt_status st = evt_pass_verify(g, d);
     if (st) return st;
+    if ((st = one_request_calls(g, o->cuda_defines, d))) return st;
     evt_plan *p = calloc(1, sizeof *p);
     if (!p) return EVT_ERR_NOMEM;
     p->g = g;
