@@ -375,10 +375,8 @@ static void attn_rope_one(const evt_task_args *a, int64_t b)
     }
 }
 
-/* The requests of an attn_rope_split task: its grid's first extent nb
-   blocks the batch B (pos's length) into runs of R = ceil(B / nb) requests,
-   and task (bb, g, s) serves requests [bb R, min(B, (bb + 1) R)) one after
-   the other (nb = B: one request a task) */
+/* an attn_rope_split task serves its run of requests one after the other
+   (tiles/attn_requests.h) */
 void evt_tile_attn_rope_split(const evt_task_args *a)
 {
     int64_t b0, b1;
