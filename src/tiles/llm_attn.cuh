@@ -17,6 +17,30 @@ struct evt_llm_attn_io {
     int64_t rows; /* cache rows (pages x PS): the fast path's slots are 32-bit */
 };
 
+/* A team of warps that runs requests of its own (attn_rope_split's teams
+ * at large batches, below): the warp's index in the team and the team's
+ * warps, the thread's index and the team's threads, the team's named
+ * barrier and its shared memory. The templates below take TEAM false for
+ * the whole block (threadIdx.x, blockDim.x, evt_tile_sync, evt_llm_smem),
+ * which folds to the code they had before teams (the batch-1-16 kernel's
+ * machine code is unchanged: compare the cubins' .text). */
+struct evt_llm_team {
+    int warp, nwarps, tid, nthreads, bar;
+    float *sm;
+};
+template <bool TEAM>
+__device__ __forceinline__ void evt_llm_team_sync(const evt_llm_team &tm)
+{
+    if constexpr (TEAM) { /* immediate barrier numbers (1-4) */
+        if (tm.bar == 1) asm volatile("bar.sync 1, %0;" ::"r"(tm.nthreads) : "memory");
+        else if (tm.bar == 2) asm volatile("bar.sync 2, %0;" ::"r"(tm.nthreads) : "memory");
+        else if (tm.bar == 3) asm volatile("bar.sync 3, %0;" ::"r"(tm.nthreads) : "memory");
+        else asm volatile("bar.sync 4, %0;" ::"r"(tm.nthreads) : "memory");
+    } else {
+        evt_tile_sync();
+    }
+}
+
 /* q heads / k / v of the fused tile in shared memory, above the fast path's
    per-warp merge area ([nwarps][G][hd + 2] floats) */
 #define EVT_LLM_ATTN_QKV_OFF 6144
@@ -84,13 +108,14 @@ __device__ __forceinline__ uint32_t evt_llm_attn_stage_slot(int warp, int lane, 
  * domain; with odst (the task's split is the only one) also the normalised
  * output of head i at odst + i * hd, as attn_merge computes it from dst.
  * Uses evt_llm_smem below EVT_LLM_ATTN_QKV_OFF. */
-template <int G>
+template <int G, bool TEAM>
 __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], float (&l)[G], float (&o)[G][8], int lpp, float *dst,
-                                                         int64_t dstride, evt_bf16 *odst)
+                                                         int64_t dstride, evt_bf16 *odst, const evt_llm_team &tm)
 {
     const float LN2 = 0.6931471805599453f;
     int64_t hd = 8 * lpp;
-    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, part = lane % lpp;
+    int warp = TEAM ? tm.warp : threadIdx.x >> 5, nwarps = TEAM ? tm.nwarps : evt_tile_threads() >> 5, lane = threadIdx.x & 31,
+        part = lane % lpp;
     /* the lane groups of a warp share m: sum their l and o */
     for (int off = lpp; off < 32; off <<= 1) {
 #pragma unroll
@@ -100,7 +125,7 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
             for (int j = 0; j < 8; j++) o[i][j] += __shfl_xor_sync(0xffffffffu, o[i][j], off);
         }
     }
-    float *sm = evt_llm_smem; /* [warp][G][hd + 2], then the warps' weights */
+    float *sm = TEAM ? tm.sm : evt_llm_smem; /* [warp][G][hd + 2], then the warps' weights */
     if (lane < lpp) {
 #pragma unroll
         for (int i = 0; i < G; i++) {
@@ -110,10 +135,10 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
             for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
         }
     }
-    evt_tile_sync();
+    evt_llm_team_sync<TEAM>(tm);
     float *wt = sm + nwarps * G * (hd + 2); /* [G][nwarps + 1]: each warp's weight, then the max */
-    if (threadIdx.x < G) {
-        int i = threadIdx.x;
+    if (TEAM ? tm.tid < G : threadIdx.x < G) {
+        int i = TEAM ? tm.tid : (int)threadIdx.x;
         float M = -INFINITY;
         for (int w = 0; w < nwarps; w++) {
             const float *sw = sm + (w * G + i) * (hd + 2);
@@ -125,8 +150,8 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
         }
         wt[i * (nwarps + 1) + nwarps] = M;
     }
-    evt_tile_sync();
-    for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads()) {
+    evt_llm_team_sync<TEAM>(tm);
+    for (int64_t e = TEAM ? (int64_t)tm.tid : (int64_t)threadIdx.x; e < G * (hd + 2); e += TEAM ? tm.nthreads : evt_tile_threads()) {
         int64_t i = e / (hd + 2), c = e % (hd + 2);
         const float *wi = wt + i * (nwarps + 1);
         float acc = 0;
@@ -138,7 +163,7 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
             evt_llm_st(odst, i * hd + c - 2, L > 0 ? acc / L : 0.f);
         }
     }
-    evt_tile_sync(); /* the merge area is reused by the next call */
+    evt_llm_team_sync<TEAM>(tm); /* the merge area is reused by the next call */
 }
 
 /* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256.
@@ -167,14 +192,14 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
                              session 20), 2 also for 4 (qwen3-8b: the tile alone 7% faster, the decode 2-5%
                              slower, session 19-20), 0 nowhere (the butterfly everywhere) */
 #endif
-template <int G, int LPP>
+template <int G, int LPP, bool TEAM = false>
 __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int64_t lo, int64_t hi, float *dst, int64_t dstride,
-                                                  evt_bf16 *odst, bool staged, bool stage_sync)
+                                                  evt_bf16 *odst, bool staged, bool stage_sync, const evt_llm_team &tm)
 {
     const float LOG2E = 1.4426950408889634f;
     int64_t hd = io.hd;
     int lpp = LPP ? LPP : (int)(hd / 8), ppw = 32 / lpp; /* lanes per position, positions per warp step */
-    int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
+    int warp = TEAM ? tm.warp : threadIdx.x >> 5, nwarps = TEAM ? tm.nwarps : evt_tile_threads() >> 5, lane = threadIdx.x & 31;
     int sub = lane / lpp, part = lane % lpp;
     float qscale = LOG2E / sqrtf((float)hd);
     float qf[G][8], m[G], l[G], o[G][8];
@@ -224,7 +249,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     uint32_t t0 = (uint32_t)lo + (uint32_t)(warp * ppw * U);
     uint4 kv[U], vv[U];
     bool ok[U];
-    if (staged) { /* this warp's first step is in the staging area (evt_llm_attn_stage_first) */
+    if (!TEAM && staged) { /* this warp's first step is in the staging area (evt_llm_attn_stage_first) */
         asm volatile("cp.async.wait_all;" ::: "memory");
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -236,7 +261,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     } else {
         load_step(t0, kv, vv, ok);
     }
-    if (stage_sync) evt_tile_sync(); /* every warp has read its staging before any writes the merge area over it */
+    if (!TEAM && stage_sync) evt_tile_sync(); /* every warp has read its staging before any writes the merge area over it */
     for (; t0 < hi32; t0 += step) {
         uint4 nkv[U], nvv[U];
         bool nok[U];
@@ -341,7 +366,7 @@ __device__ __forceinline__ void evt_llm_attn_fast(const evt_llm_attn_io &io, int
     }
     EVT_ATTN_STAMP(5, 0);
     EVT_ATTN_STAMP(10, 224);
-    evt_llm_attn_merge_warps<G>(m, l, o, lpp, dst, dstride, odst);
+    evt_llm_attn_merge_warps<G, TEAM>(m, l, o, lpp, dst, dstride, odst, tm);
 }
 
 /* Generic path: positions in order, threads over head_dim. */
@@ -436,6 +461,7 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
 {
     int64_t hd = io.hd, lpp = hd / 8;
     bool fast = evt_llm_attn_fast_ok(io, G, hi, aligned);
+    const evt_llm_team blk = {}; /* unused: the whole block */
     if (lo >= hi) {
         for (int64_t e = threadIdx.x; e < G * (hd + 2); e += evt_tile_threads())
             dst[(e / (hd + 2)) * dstride + e % (hd + 2)] = e % (hd + 2) == 0 ? -INFINITY : 0.f;
@@ -445,12 +471,12 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
     /* head_dim 128 (every Qwen3): the lane-group width as a constant, so the
        score reductions unroll (a runtime width kept them a loop: ~150 of a
        step's ~990 instructions per warp at qwen3-8b, bench/RESULTS.md session 23) */
-    if (fast && lpp == 16 && G == 4) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
-    else if (fast && lpp == 16 && G == 2) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
-    else if (fast && lpp == 16) evt_llm_attn_fast<1, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
-    else if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
-    else if (fast && G == 2) evt_llm_attn_fast<2, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
-    else if (fast) evt_llm_attn_fast<1, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync);
+    if (fast && lpp == 16 && G == 4) evt_llm_attn_fast<4, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync, blk);
+    else if (fast && lpp == 16 && G == 2) evt_llm_attn_fast<2, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync, blk);
+    else if (fast && lpp == 16) evt_llm_attn_fast<1, 16>(io, lo, hi, dst, dstride, odst, staged, stage_sync, blk);
+    else if (fast && G == 4) evt_llm_attn_fast<4, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync, blk);
+    else if (fast && G == 2) evt_llm_attn_fast<2, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync, blk);
+    else if (fast) evt_llm_attn_fast<1, 0>(io, lo, hi, dst, dstride, odst, staged, stage_sync, blk);
     else {
         for (int64_t i = 0; i < G; i++) {
             evt_llm_attn_io one = io;
@@ -682,15 +708,176 @@ __device__ __noinline__ bool attn_rope_request_cuda(const evt_task_args *a, int6
 #undef EVT_ATTN_REQ_WAIT
 #undef EVT_ATTN_REQ_RETURN
 #ifndef EVT_LLM_ATTN_ONE_REQUEST
+/* ---------------------------------------- a run's requests in teams ---- */
+/* A task with a run of requests (large batches) splits its block into NT
+ * teams of W >= 2 warps; team j serves requests b0 + j, b0 + j + NT, ...,
+ * each on its own (its norm + RoPE, append, scoring loop and merge over its W
+ * warps, with its own named barrier and shared memory), so that one
+ * request's fixed latency (its rope row, q / k / v loads, the norm, the
+ * merge: ~7 of a request's ~20 us at qwen3-8b B = 64, bench/RESULTS.md
+ * session 38) overlaps the other teams' scoring loops instead of adding up
+ * request after request. Only the fast path's shapes (head_dim 128, 1, 2 or
+ * 4 q heads per kv head, one split, a power-of-two page size); others run
+ * the requests one after the other. -DEVT_LLM_ATTN_TEAMS=0 is the ablation. */
+#ifndef EVT_LLM_ATTN_TEAMS
+#define EVT_LLM_ATTN_TEAMS 1
+#endif
+/* a team's shared memory in floats (of EVT_LLM_SMEM_FLOATS / NT): the merge
+   area ([W][G][hd + 2], then the weights [G][W + 1]), the angle row (cos |
+   sin, hd), then q heads, new k, new v ((G + 2) * hd bf16) */
+__device__ __forceinline__ int64_t evt_llm_attn_team_tab(int64_t G, int64_t W, int64_t hd)
+{
+    return (W * G * (hd + 2) + G * (W + 1) + 3) / 4 * 4;
+}
+/* The number of teams for a run of R requests (0: the requests one after
+   the other): 4 from 3 requests, else 2, when each team gets >= 2 warps and
+   the shapes take the team path. */
+__device__ __forceinline__ int evt_llm_attn_teams(const evt_task_args *a, int64_t R)
+{
+    const int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2], PS = a->t[5].dim[1];
+    const int nw = evt_tile_threads() >> 5;
+    if (!EVT_LLM_ATTN_TEAMS || R < 2 || S != 1 || hd != 128 || nkv < 1 || nh % nkv || (evt_tile_threads() & 31)) return 0;
+    const int64_t G = nh / nkv;
+    if ((G != 1 && G != 2 && G != 4) || PS < 1 || (PS & (PS - 1)) || a->t[5].dim[0] * PS > 0xffffffffLL ||
+        nkv * hd > 0xffffffffLL || (((uintptr_t)a->t[5].ptr | (uintptr_t)a->t[6].ptr) & 15))
+        return 0;
+    for (int nt = R >= 3 ? 4 : 2; nt >= 2; nt /= 2) {
+        const int W = nw / nt;
+        if (nw % nt == 0 && W >= 2 && evt_llm_attn_team_tab(G, W, hd) + hd + (G + 2) * hd / 2 <= EVT_LLM_SMEM_FLOATS / nt) return nt;
+    }
+    return 0;
+}
+
+/* One request b of team (threadIdx.x / 32) / W of NT (W warps each): as
+   attn_rope_request_cuda for G q heads per kv head, head_dim 128, one
+   split, over the team's W warps, barrier and shared memory. The team's
+   first call (first) puts its angle row in shared memory and meets the
+   task's waits (every thread of the block meets them once), also where the
+   team has no request (have false). A function of its own: the run's loop
+   state held across the scoring loop made ptxas spill. Returns true if the
+   launch aborted. */
+template <int G>
+__device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a, int64_t b, bool have, bool first, int NT)
+{
+    constexpr int hd = 128, half = 64, E = 4, KMAX = (G + 2) / 2; /* vectors (G q, k) a warp normalises, at W >= 2 */
+    const int W = (evt_tile_threads() >> 5) / NT, warp = threadIdx.x >> 5, team = warp / W, lane = threadIdx.x & 31;
+    evt_llm_team tm;
+    tm.warp = warp - team * W;
+    tm.nwarps = W;
+    tm.tid = (int)threadIdx.x - team * W * 32;
+    tm.nthreads = W * 32;
+    tm.bar = 1 + team; /* 0 is the block's */
+    tm.sm = evt_llm_smem + team * (EVT_LLM_SMEM_FLOATS / NT);
+    float *tab = tm.sm + evt_llm_attn_team_tab(G, W, hd);
+    const int64_t p = have ? ((const int32_t *)a->t[3].ptr)[b] : -1; /* pos, bt and rope: inputs, readable before the waits */
+    const float *cs = have && a->t[10].dim[1] == hd && p >= 0 && p < a->t[10].dim[0] ? (const float *)a->t[10].ptr + p * hd : NULL;
+    float t0 = 0.f, t1 = 0.f; /* this thread's share of the angle row (threads 0-63 of the team) */
+    if (cs && tm.tid < half) {
+        t0 = __ldg(cs + tm.tid);
+        t1 = __ldg(cs + half + tm.tid);
+    }
+    if (first) {
+        if (cs && tm.tid < half) { tab[tm.tid] = t0; tab[half + tm.tid] = t1; } /* the waits' barrier orders it */
+        if (evt_tile_wait(a)) return true;
+    }
+    if (!have) return false;
+    const int64_t g = a->coord[1], N = a->t[0].dim[1], nkv = a->t[5].dim[2], nh = a->t[7].dim[1];
+    float *dst = (float *)a->t[7].ptr + (b * nh + g * G) * (hd + 2); /* one split */
+    evt_bf16 *ob = (evt_bf16 *)a->t[8].ptr + (b * nh + g * G) * hd;
+    if (!cs) { /* no angle row: NaN outputs, never a silent result (as attn_rope_request_cuda) */
+        for (int e = tm.tid; e < G * (hd + 2); e += tm.nthreads) dst[e] = NAN;
+        for (int e = tm.tid; e < G * hd; e += tm.nthreads) evt_llm_st(ob, e, NAN);
+        return false;
+    }
+    evt_bf16 *sq = (evt_bf16 *)(tab + hd), *sk = sq + G * hd, *sv = sk + hd;
+    /* the new v and the norm's vectors (warp tm.warp: vectors tm.warp + r W) at once */
+    const evt_bf16 *row = (const evt_bf16 *)a->t[0].ptr + b * N;
+    float x[KMAX][E], w[KMAX][E];
+#pragma unroll
+    for (int r = 0; r < KMAX; r++) {
+        const int v = tm.warp + r * W;
+        if (v <= G) {
+            const evt_bf16 *in = v < G ? row + (g * G + v) * hd : row + (nh + g) * hd;
+            const evt_bf16 *wt = (const evt_bf16 *)a->t[v < G ? 1 : 2].ptr;
+#pragma unroll
+            for (int j = 0; j < E; j++) {
+                x[r][j] = evt_llm_ld(in, lane * E + j);
+                w[r][j] = __bfloat162float(__ldg(wt + lane * E + j));
+            }
+        }
+    }
+    const evt_bf16 *vin = row + (nh + nkv + g) * hd;
+    for (int i = tm.tid; i < hd; i += tm.nthreads) sv[i] = vin[i];
+    if (!first && tm.tid < half) { tab[tm.tid] = t0; tab[half + tm.tid] = t1; }
+    evt_llm_team_sync<true>(tm); /* the angle row */
+    /* RMSNorm + RoPE of each vector, as evt_llm_group_norm_rope_warp */
+    const float eps = (float)a->iarg[0] * 1e-12f;
+#pragma unroll
+    for (int r = 0; r < KMAX; r++) {
+        const int v = tm.warp + r * W;
+        if (v <= G) {
+            float ss = 0;
+#pragma unroll
+            for (int j = 0; j < E; j++) ss += x[r][j] * x[r][j];
+            for (int d = 16; d > 0; d >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, d);
+            const float sc = 1.0f / sqrtf(ss / (float)hd + eps);
+            evt_bf16 *out = v < G ? sq + v * hd : sk;
+#pragma unroll
+            for (int j = 0; j < E; j++) {
+                const int i = lane * E + j, i0 = i % half;
+                const float mine = x[r][j] * sc * w[r][j], other = __shfl_xor_sync(0xffffffffu, mine, 16);
+                const float c = tab[i0], sn = tab[half + i0];
+                out[i] = __float2bfloat16_rn(lane < 16 ? mine * c - other * sn : mine * c + other * sn);
+            }
+        }
+    }
+    evt_llm_team_sync<true>(tm);
+    /* append the new k, v at position p, read back by the loop (the team's barrier orders it) */
+    evt_llm_attn_io io;
+    io.kc = (const evt_bf16 *)a->t[5].ptr; io.vc = (const evt_bf16 *)a->t[6].ptr;
+    io.bt = (const int32_t *)a->t[4].ptr;
+    io.MP = a->t[4].dim[1]; io.PS = a->t[5].dim[1]; io.nkv = nkv; io.hd = hd;
+    io.rows = a->t[5].dim[0] * io.PS;
+    io.b = b; io.g = g;
+    io.q = sq;
+    const int64_t off = evt_llm_cache_off(io.bt, io.MP, io.PS, nkv, hd, b, p, g);
+    evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
+    for (int i = tm.tid; i < hd; i += tm.nthreads) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
+    evt_llm_team_sync<true>(tm);
+    evt_llm_attn_fast<G, 16, true>(io, 0, p + 1, dst, hd + 2, ob, false, false, tm); /* ends with the team's barrier */
+    return false;
+}
+
+/* The run [b0, b1) in NT teams (evt_llm_attn_teams): team j serves
+   requests b0 + j, b0 + j + NT, ... Returns true if the launch aborted. */
+__device__ __forceinline__ bool evt_llm_attn_team_run(const evt_task_args *a, int64_t b0, int64_t b1, int NT)
+{
+    const int64_t G = a->t[7].dim[1] / a->t[5].dim[2];
+    const int team = (int)(threadIdx.x >> 5) / ((evt_tile_threads() >> 5) / NT);
+    for (int64_t b = b0 + team, first = 1; first || b < b1; b += NT, first = 0) {
+        const bool have = b < b1;
+        if (G == 4 ? attn_rope_team_request_cuda<4>(a, b, have, first, NT)
+                   : G == 2 ? attn_rope_team_request_cuda<2>(a, b, have, first, NT) : attn_rope_team_request_cuda<1>(a, b, have, first, NT))
+            return true;
+    }
+    return false;
+}
+
 /* The task's requests (tiles/attn_requests.h: one, or a run of them at
-   large batches) one after the other: one dispatch, one wait and one notify
-   for the run. A barrier between requests: each reuses the shared memory. */
+   large batches): in teams where the shapes allow, else one after the other
+   (a barrier between requests: each reuses the shared memory). One
+   dispatch, one wait and one notify for the run. */
 __device__ __noinline__ void attn_rope_split_cuda(const evt_task_args *a)
 {
     int64_t b0, b1;
     evt_tile_attn_requests(a, &b0, &b1);
     if (b0 >= b1) { /* past the batch: no request, the waits still met */
         evt_tile_wait(a);
+        return;
+    }
+    const int NT = evt_llm_attn_teams(a, b1 - b0);
+    if (NT) {
+        evt_llm_attn_team_run(a, b0, b1, NT);
         return;
     }
     for (int64_t b = b0; b < b1; b++) {

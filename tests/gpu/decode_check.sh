@@ -74,7 +74,13 @@
 # asks for runs of 3 at batch 4 (runs of 3 and 1, four splits, the last
 # split of each group merging), which keeps the loop in the batch-1-16
 # kernel; every other case at B <= 16 runs that kernel without it
-# (EVT_LLM_ATTN_ONE_REQUEST).
+# (EVT_LLM_ATTN_ONE_REQUEST). A run of 2 or more requests with one split and
+# a power-of-two page runs in teams of warps (src/tiles/llm_attn.cuh): two
+# teams of 4 warps for runs of 2 (uneven-b32, mha-b24: one q head per kv
+# head), four of 2 warps from 3 (mid-b40: runs of 3, one team idle, the last
+# run a single request, one after the other), two requests a team in
+# uneven-b64-rows8 and mid-b100 (runs of 7: one team gets one); the page12
+# and rows3 cases keep the requests one after the other.
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -154,5 +160,7 @@ run_case uneven-b20-tma tests/gpu/qwen3-uneven.json 20 40 2 --tma-ring 98304
 run_case uneven-b64-notma tests/gpu/qwen3-uneven.json 64 40 2 --tma-ring 0
 run_case mid-b64 tests/gpu/qwen3-mid.json 64 33 2
 run_case uneven-b64-tiles33 tests/gpu/qwen3-uneven.json 64 40 2 --tiles 33
+run_case uneven-b64-rows8 tests/gpu/qwen3-uneven.json 64 40 2 --attn-rows 8
+run_case mha-b24 tests/gpu/qwen3-mha.json 24 40 2
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
