@@ -160,7 +160,19 @@ __device__ __noinline__ void embed_cuda(const evt_task_args *a)
  * lands during the block sum without holding registers across it (held in
  * registers, w made ptxas spill 48-80 bytes in this tile, over the spill
  * gate of tests/gpu/run.sh: bench/RESULTS.md session 31). Each thread reads
- * back only the chunks it copied. */
+ * back only the chunks it copied.
+ * EVT_LLM_RMSNORM_STAGE_X (the kernels with the attention's teams, below):
+ * x's chunks are copied into shared memory too (through L2 only: x is
+ * produced in the launch) and read from there for the sum and the output,
+ * so no register holds one across the block sum: held there, x spilled 64
+ * bytes once the teams joined the kernel (bench/RESULTS.md session 39). */
+#ifndef EVT_LLM_RMSNORM_STAGE_X
+#ifdef EVT_LLM_ATTN_ONE_REQUEST
+#define EVT_LLM_RMSNORM_STAGE_X 0 /* no teams: the kernel's machine code as before them */
+#else
+#define EVT_LLM_RMSNORM_STAGE_X 1
+#endif
+#endif
 __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
 {
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[1].ptr;
@@ -170,25 +182,28 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
     evt_bf16 *yr = y + b * H;
     float eps = (float)a->iarg[0] * 1e-12f;
     constexpr int R = 4;
-    /* w's staging: above the block sums (evt_llm_smem[0, 32)), 2 H bytes */
-    constexpr int WOFF = 64;
-    if (H % 8 == 0 && H / 8 <= R * (int64_t)evt_tile_threads() && 2 * H <= 4 * (EVT_LLM_SMEM_FLOATS - WOFF) &&
+    /* w's staging (then x's): above the block sums (evt_llm_smem[0, 32)), 2 H bytes each */
+    constexpr int WOFF = 64, XST = EVT_LLM_RMSNORM_STAGE_X;
+    if (H % 8 == 0 && H / 8 <= R * (int64_t)evt_tile_threads() && (XST ? 4 : 2) * H <= 4 * (EVT_LLM_SMEM_FLOATS - WOFF) &&
         !(((uintptr_t)xr | (uintptr_t)w | (uintptr_t)yr) & 15)) {
-        const uint32_t ws = (uint32_t)__cvta_generic_to_shared(evt_llm_smem + WOFF);
+        const uint32_t ws = (uint32_t)__cvta_generic_to_shared(evt_llm_smem + WOFF), xs = ws + 2u * (uint32_t)H;
         uint4 xv[R];
         float ss = 0;
 #pragma unroll
         for (int r = 0; r < R; r++) {
             int64_t i = threadIdx.x + (int64_t)r * evt_tile_threads();
             if (i < H / 8) {
-                xv[r] = evt_llm_ldx(xr + 8 * i);
+                if constexpr (XST) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(xs + 16u * (uint32_t)i), "l"(xr + 8 * i) : "memory");
+                else xv[r] = evt_llm_ldx(xr + 8 * i);
                 asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(ws + 16u * (uint32_t)i), "l"(w + 8 * i) : "memory");
             }
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
+        if constexpr (XST) asm volatile("cp.async.wait_all;" ::: "memory"); /* this thread's chunks of x (and w) */
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (threadIdx.x + (int64_t)r * evt_tile_threads() >= H / 8) continue;
+            if constexpr (XST) xv[r] = evt_llm_lds(xs + 16u * (uint32_t)(threadIdx.x + r * evt_tile_threads()));
             const uint32_t *u = &xv[r].x;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
@@ -199,11 +214,12 @@ __device__ __noinline__ void rmsnorm_cuda(const evt_task_args *a)
         }
         ss = evt_llm_block_sum(ss);
         float s = 1.0f / sqrtf(ss / (float)H + eps);
-        asm volatile("cp.async.wait_all;" ::: "memory"); /* this thread's chunks of w */
+        if constexpr (!XST) asm volatile("cp.async.wait_all;" ::: "memory"); /* this thread's chunks of w */
 #pragma unroll
         for (int r = 0; r < R; r++) {
             int64_t i = threadIdx.x + (int64_t)r * evt_tile_threads();
             if (i >= H / 8) continue;
+            if constexpr (XST) xv[r] = evt_llm_lds(xs + 16u * (uint32_t)i); /* again: not held across the sum */
             const uint4 wv = evt_llm_lds(ws + 16u * (uint32_t)i);
             const uint32_t *u = &xv[r].x, *v = &wv.x;
             uint4 out;

@@ -722,6 +722,9 @@ __device__ __noinline__ bool attn_rope_request_cuda(const evt_task_args *a, int6
 #ifndef EVT_LLM_ATTN_TEAMS
 #define EVT_LLM_ATTN_TEAMS 1
 #endif
+#ifndef EVT_LLM_ATTN_TEAMS_MIN
+#define EVT_LLM_ATTN_TEAMS_MIN 2 /* the shortest run served in teams */
+#endif
 /* a team's shared memory in floats (of EVT_LLM_SMEM_FLOATS / NT): the merge
    area ([W][G][hd + 2], then the weights [G][W + 1]), the angle row (cos |
    sin, hd), then q heads, new k, new v ((G + 2) * hd bf16) */
@@ -736,7 +739,7 @@ __device__ __forceinline__ int evt_llm_attn_teams(const evt_task_args *a, int64_
 {
     const int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2], PS = a->t[5].dim[1];
     const int nw = evt_tile_threads() >> 5;
-    if (!EVT_LLM_ATTN_TEAMS || R < 2 || S != 1 || hd != 128 || nkv < 1 || nh % nkv || (evt_tile_threads() & 31)) return 0;
+    if (!EVT_LLM_ATTN_TEAMS || R < 2 || R < EVT_LLM_ATTN_TEAMS_MIN || S != 1 || hd != 128 || nkv < 1 || nh % nkv || (evt_tile_threads() & 31)) return 0;
     const int64_t G = nh / nkv;
     if ((G != 1 && G != 2 && G != 4) || PS < 1 || (PS & (PS - 1)) || a->t[5].dim[0] * PS > 0xffffffffLL ||
         nkv * hd > 0xffffffffLL || (((uintptr_t)a->t[5].ptr | (uintptr_t)a->t[6].ptr) & 15))
