@@ -709,8 +709,9 @@ __device__ __noinline__ bool attn_rope_request_cuda(const evt_task_args *a, int6
 #undef EVT_ATTN_REQ_RETURN
 #ifndef EVT_LLM_ATTN_ONE_REQUEST
 /* ---------------------------------------- a run's requests in teams ---- */
-/* A task with a run of requests (large batches) splits its block into NT
- * teams of W >= 2 warps; team j serves requests b0 + j, b0 + j + NT, ...,
+/* A task with a run of requests (large batches) splits its block into NT =
+ * min(R, 4) teams of >= 2 warps (8 warps: 4 + 4, 3 + 3 + 2 or four of 2);
+ * team j serves requests b0 + j, b0 + j + NT, ...,
  * each on its own (its norm + RoPE, append, scoring loop and merge over its W
  * warps, with its own named barrier and shared memory), so that one
  * request's fixed latency (its rope row, q / k / v loads, the norm, the
@@ -725,16 +726,21 @@ __device__ __noinline__ bool attn_rope_request_cuda(const evt_task_args *a, int6
 #ifndef EVT_LLM_ATTN_TEAMS_MIN
 #define EVT_LLM_ATTN_TEAMS_MIN 2 /* the shortest run served in teams */
 #endif
-/* a team's shared memory in floats (of EVT_LLM_SMEM_FLOATS / NT): the merge
-   area ([W][G][hd + 2], then the weights [G][W + 1]), the angle row (cos |
-   sin, hd), then q heads, new k, new v ((G + 2) * hd bf16) */
+/* a team's shared memory in floats (evt_llm_attn_team_floats each): the
+   merge area ([W][G][hd + 2], then the weights [G][W + 1]), the angle row
+   (cos | sin, hd), then q heads, new k, new v ((G + 2) * hd bf16) */
 __device__ __forceinline__ int64_t evt_llm_attn_team_tab(int64_t G, int64_t W, int64_t hd)
 {
     return (W * G * (hd + 2) + G * (W + 1) + 3) / 4 * 4;
 }
+__device__ __forceinline__ int evt_llm_attn_team_floats(int NT) { return EVT_LLM_SMEM_FLOATS / NT / 4 * 4; }
+/* Team j of NT over nw warps: warps [first(j), first(j + 1)); warp w's team */
+__device__ __forceinline__ int evt_llm_attn_team_first(int j, int nw, int NT) { return (j * nw + NT - 1) / NT; }
+__device__ __forceinline__ int evt_llm_attn_team_of(int w, int nw, int NT) { return w * NT / nw; }
 /* The number of teams for a run of R requests (0: the requests one after
-   the other): 4 from 3 requests, else 2, when each team gets >= 2 warps and
-   the shapes take the team path. */
+   the other): min(R, 4), fewer where a team would get fewer than 2 warps or
+   its shared memory would not fit; 0 unless the shapes take the team
+   path. */
 __device__ __forceinline__ int evt_llm_attn_teams(const evt_task_args *a, int64_t R)
 {
     const int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], S = a->t[7].dim[2], PS = a->t[5].dim[1];
@@ -744,14 +750,14 @@ __device__ __forceinline__ int evt_llm_attn_teams(const evt_task_args *a, int64_
     if ((G != 1 && G != 2 && G != 4) || PS < 1 || (PS & (PS - 1)) || a->t[5].dim[0] * PS > 0xffffffffLL ||
         nkv * hd > 0xffffffffLL || (((uintptr_t)a->t[5].ptr | (uintptr_t)a->t[6].ptr) & 15))
         return 0;
-    for (int nt = R >= 3 ? 4 : 2; nt >= 2; nt /= 2) {
-        const int W = nw / nt;
-        if (nw % nt == 0 && W >= 2 && evt_llm_attn_team_tab(G, W, hd) + hd + (G + 2) * hd / 2 <= EVT_LLM_SMEM_FLOATS / nt) return nt;
+    for (int nt = R < 4 ? (int)R : 4; nt >= 2; nt--) {
+        const int wmax = (nw + nt - 1) / nt; /* the largest team */
+        if (nw / nt >= 2 && evt_llm_attn_team_tab(G, wmax, hd) + hd + (G + 2) * hd / 2 <= evt_llm_attn_team_floats(nt)) return nt;
     }
     return 0;
 }
 
-/* One request b of team (threadIdx.x / 32) / W of NT (W warps each): as
+/* One request b of this warp's team of NT (evt_llm_attn_team_of): as
    attn_rope_request_cuda for G q heads per kv head, head_dim 128, one
    split, over the team's W warps, barrier and shared memory. The team's
    first call (first) puts its angle row in shared memory and meets the
@@ -763,14 +769,16 @@ template <int G>
 __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a, int64_t b, bool have, bool first, int NT)
 {
     constexpr int hd = 128, half = 64, E = 4, KMAX = (G + 2) / 2; /* vectors (G q, k) a warp normalises, at W >= 2 */
-    const int W = (evt_tile_threads() >> 5) / NT, warp = threadIdx.x >> 5, team = warp / W, lane = threadIdx.x & 31;
+    const int nw = evt_tile_threads() >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int team = evt_llm_attn_team_of(warp, nw, NT), w0 = evt_llm_attn_team_first(team, nw, NT);
+    const int W = evt_llm_attn_team_first(team + 1, nw, NT) - w0; /* >= 2 (evt_llm_attn_teams) */
     evt_llm_team tm;
-    tm.warp = warp - team * W;
+    tm.warp = warp - w0;
     tm.nwarps = W;
-    tm.tid = (int)threadIdx.x - team * W * 32;
+    tm.tid = (int)threadIdx.x - w0 * 32;
     tm.nthreads = W * 32;
     tm.bar = 1 + team; /* 0 is the block's */
-    tm.sm = evt_llm_smem + team * (EVT_LLM_SMEM_FLOATS / NT);
+    tm.sm = evt_llm_smem + team * evt_llm_attn_team_floats(NT);
     float *tab = tm.sm + evt_llm_attn_team_tab(G, W, hd);
     const int64_t p = have ? ((const int32_t *)a->t[3].ptr)[b] : -1; /* pos, bt and rope: inputs, readable before the waits */
     const float *cs = have && a->t[10].dim[1] == hd && p >= 0 && p < a->t[10].dim[0] ? (const float *)a->t[10].ptr + p * hd : NULL;
@@ -856,7 +864,7 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
 __device__ __forceinline__ bool evt_llm_attn_team_run(const evt_task_args *a, int64_t b0, int64_t b1, int NT)
 {
     const int64_t G = a->t[7].dim[1] / a->t[5].dim[2];
-    const int team = (int)(threadIdx.x >> 5) / ((evt_tile_threads() >> 5) / NT);
+    const int team = evt_llm_attn_team_of((int)(threadIdx.x >> 5), evt_tile_threads() >> 5, NT);
     for (int64_t b = b0 + team, first = 1; first || b < b1; b += NT, first = 0) {
         const bool have = b < b1;
         if (G == 4 ? attn_rope_team_request_cuda<4>(a, b, have, first, NT)
