@@ -75,12 +75,13 @@
 # split of each group merging), which keeps the loop in the batch-1-16
 # kernel; every other case at B <= 16 runs that kernel without it
 # (EVT_LLM_ATTN_ONE_REQUEST). A run of 2 or more requests with one split and
-# a power-of-two page runs in teams of warps (src/tiles/llm_attn.cuh): two
-# teams of 4 warps for runs of 2 (uneven-b32, mha-b24: one q head per kv
-# head), four of 2 warps from 3 (mid-b40: runs of 3, one team idle, the last
-# run a single request, one after the other), two requests a team in
-# uneven-b64-rows8 and mid-b100 (runs of 7: one team gets one); the page12
-# and rows3 cases keep the requests one after the other.
+# a power-of-two page runs in min(R, 4) teams of warps
+# (src/tiles/llm_attn.cuh): 4 + 4 warps for runs of 2 (uneven-b32, mha-b24:
+# one q head per kv head), 3 + 3 + 2 for runs of 3 (mid-b40; its last run a
+# single request, served by the whole block), four teams of 2 for 4 and
+# more, two requests a team in uneven-b64-rows8 and mid-b100 (runs of 7: one
+# team gets one); the page12 and rows3 cases keep the requests one after
+# the other.
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
