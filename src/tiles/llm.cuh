@@ -37,7 +37,9 @@
  *       shared memory, where the worker's leader copied them ahead of the
  *       task's waits, any batch size (evt_llm_gemv).
  *   rmsnorm: each thread's 16-byte chunks of x and w loaded at once, x kept
- *       in registers between the two passes (scalar path for odd shapes).
+ *       in registers between the two passes, or (kernels with the
+ *       attention's teams) staged in shared memory beside w (scalar path
+ *       for odd shapes).
  *   q_rope / k_rope_append: block reductions; RoPE angles in double
  *       exactly as the C reference.
  *   attn_split (llm_attn.cuh): lanes split head_dim in 8-element (16-byte) chunks, a warp
@@ -54,12 +56,16 @@
  *       position read back from the cache after a block barrier; with one
  *       split, the heads' normalised output o from the final merge too;
  *       with several (merge_last), the group's last task to finish merges
- *       the group's splits into o (evt_llm_merge_last, llm_attn.cuh).
+ *       the group's splits into o (evt_llm_merge_last, llm_attn.cuh). A
+ *       task with a run of requests (large batches) serves them in teams
+ *       of warps side by side, each team with its own named barrier and
+ *       slice of the scratch (attn_rope_team_request_cuda).
  *   argmax_part / argmax_final: block (max, lowest index) reductions.
  * Everything produced in the launch (x, activations, KV cache, partials) is
  * read with plain loads. Shared memory: one 32 KiB static buffer and the row
  * scales (the stream's ring is the runtime's). Tiles count and synchronise
- * the block's threads with evt_tile_threads() / evt_tile_sync() (evt_tile.h). */
+ * the block's threads with evt_tile_threads() / evt_tile_sync() (evt_tile.h);
+ * the attention's teams use named barriers 1-4 inside one task. */
 #ifndef EVT_TILE_LLM_CUH
 #define EVT_TILE_LLM_CUH
 #include <cuda_bf16.h>
