@@ -68,18 +68,28 @@
                             25, e.g. qwen3-8b's o at batch 1 19.7 vs 13.6 us) */
 #endif
 #ifndef EVT_TMA_MIN_ROWS
-#define EVT_TMA_MIN_ROWS 64 /* weight rows x matrices per task at least, batch 17-48 (EVT_TMA_MIN_ROWS_B48
-                               above): tiles alone, H200, 96 KiB ring (session 25), the path against the
-                               register units at batch 32: qwen3-8b gate + up (93 x 2 rows) 64.3 vs 68.6
-                               us, LM heads 371 vs 514 (8b) and 133 vs 144 (0.6b); o and down (31 rows)
-                               23.0 vs 19.3 and 52.4 vs 41.1, QKV (47) 26.6 vs 26.5, qwen3-0.6b's QKV,
-                               o, gate + up and down all lose */
+#define EVT_TMA_MIN_ROWS 64 /* weight rows x matrices per task at least, batch 17-32 (EVT_TMA_MIN_ROWS_WIDE
+                               from EVT_TMA_WIDE_MIN_B): tiles alone, H200, 96 KiB ring (session 25), the
+                               path against the register units at batch 32: qwen3-8b gate + up (93 x 2
+                               rows) 64.3 vs 68.6 us, LM heads 371 vs 514 (8b) and 133 vs 144 (0.6b); o
+                               and down (31 rows) 23.0 vs 19.3 and 52.4 vs 41.1, QKV (47) 26.6 vs 26.5,
+                               qwen3-0.6b's QKV, o, gate + up and down all lose */
 #endif
-#ifndef EVT_TMA_MIN_ROWS_B48
-#define EVT_TMA_MIN_ROWS_B48 16 /* at batch 49-64: qwen3-8b QKV 27.3 vs 45.3 us, o 23.7 vs 28.6, down 56.7
-                                   vs 65.0, gate + up 66.0 vs 101.7; qwen3-0.6b QKV (31 rows) 11.2 vs
-                                   14.3, gate + up (23 x 2) 15.2 vs 16.4, but o and down (8 rows) 13.4 vs
-                                   11.2 and 16.9 vs 13.5 */
+#ifndef EVT_TMA_WIDE_MIN_B
+#define EVT_TMA_WIDE_MIN_B 33 /* from this batch on, EVT_TMA_MIN_ROWS_WIDE rows suffice: the batches where
+                                 evtc decode reserves the ring (33-64). Until session 40 it was 49, and
+                                 qwen3-8b ran QKV, o and down on the register units at batch 33-48 and
+                                 took longer there than at 64; from 33 (H200, bench/RESULTS.md session
+                                 40): tiles alone at batch 40-48 QKV 26.7-27.0 vs 43.4-43.9 us, o
+                                 22.0-22.3 vs 25.9-26.4, down 51.9-53.5 vs 60.2-61.4 (at 33: 27.2 vs
+                                 43.2, 24.7 vs 25.8, 61.5 vs 59.5); the decode at batch 33 / 40 / 48
+                                 10.35 / 10.38 / 10.68 -> 9.75 / 9.46 / 9.58 ms/token */
+#endif
+#ifndef EVT_TMA_MIN_ROWS_WIDE
+#define EVT_TMA_MIN_ROWS_WIDE 16 /* at batch 49-64 (session 25): qwen3-8b QKV 27.3 vs 45.3 us, o 23.7 vs 28.6,
+                                    down 56.7 vs 65.0, gate + up 66.0 vs 101.7; qwen3-0.6b QKV (31 rows)
+                                    11.2 vs 14.3, gate + up (23 x 2) 15.2 vs 16.4, but o and down (8 rows)
+                                    13.4 vs 11.2 and 16.9 vs 13.5 */
 #endif
 #ifndef EVT_TILES_TMA_RING
 #define EVT_TILES_TMA_RING (160u * 1024u) /* shared memory the runtime reserves for the ring, at most */
@@ -432,7 +442,7 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
     const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     if (!a->tmaps || B < EVT_TMA_MIN_B || B > 64) return false; /* the common case first: no division */
     const int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (a->t[1].dim[0] + T - 1) / T; /* the call's rows per task */
-    if (nr * NW < (B > 48 ? EVT_TMA_MIN_ROWS_B48 : EVT_TMA_MIN_ROWS) || (K & 63) || K > (1 << 30) || n1 > (1 << 30) ||
+    if (nr * NW < (B >= EVT_TMA_WIDE_MIN_B ? EVT_TMA_MIN_ROWS_WIDE : EVT_TMA_MIN_ROWS) || (K & 63) || K > (1 << 30) || n1 > (1 << 30) ||
         evt_tile_threads() != 256)
         return false;
     if (a->t[0].tmap < 0 || a->t[1].tmap < 0 || (NW == 2 && a->t[2].tmap < 0)) return false;

@@ -57,13 +57,15 @@
 # merge_last at b4; 2 and 4 q heads per kv head).
 # The GEMV tiles take the TMA + wgmma path (src/tiles/llm_tma.cuh) where the
 # run reserves a TMA ring (evtc decode: at batch 33-64, or --tma-ring) and a
-# task has enough weight rows (batches 17-64; above 64, as in uneven-b100,
-# the register units run): at 64 (uneven-b64, -b64-attn-rs) the QKV (47
-# rows), gate + up (93 x 2) and the LM head, with early loads (the weight boxes before warp 0's waits);
+# task has enough weight rows (batches 17-64: 64 rows x matrices up to 32,
+# 16 from 33; above 64, as in uneven-b100, the register units run): at 33,
+# 40 and 64 (uneven-b33, -b40-fusenorm, uneven-b64, -b64-attn-rs) the QKV
+# (47 rows), gate + up (93 x 2) and the LM head, with early loads (the weight boxes before warp 0's waits);
+# mid-b40 and its variants: QKV (31 rows) and gate + up (23 x 2);
 # uneven-b20-tma: gate + up and the LM head at 20 rows (the x box of 32 rows
 # past the batch read as zeros); mid-b64: QKV (31 rows), gate + up (23 x 2)
 # and the LM head; the notma case the register units at 64;
-# uneven-b64-tiles33 (33 tiles a call): o and down at 31 rows (the residual
+# uneven-b64-tiles33 and -b40-tiles33 (33 tiles a call): o and down at 31 rows (the residual
 # form, qwen3-8b's o and down shapes), QKV in two passes of 128 rows, gate +
 # up in four of 96. A stage moves 1, 2 or 4 chunks of 64 k in one 3-D box
 # per matrix (as many as leave the 96 KiB ring two stages).
@@ -161,6 +163,8 @@ run_case uneven-b20-tma tests/gpu/qwen3-uneven.json 20 40 2 --tma-ring 98304
 run_case uneven-b64-notma tests/gpu/qwen3-uneven.json 64 40 2 --tma-ring 0
 run_case mid-b64 tests/gpu/qwen3-mid.json 64 33 2
 run_case uneven-b64-tiles33 tests/gpu/qwen3-uneven.json 64 40 2 --tiles 33
+run_case uneven-b40-tiles33 tests/gpu/qwen3-uneven.json 40 40 2 --tiles 33
+run_case uneven-b33 tests/gpu/qwen3-uneven.json 33 40 2
 run_case uneven-b64-rows8 tests/gpu/qwen3-uneven.json 64 40 2 --attn-rows 8
 run_case mha-b24 tests/gpu/qwen3-mha.json 24 40 2
 echo "$pass passed, $fail failed"
