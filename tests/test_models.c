@@ -745,15 +745,20 @@ static void decode_cuda_defines_policy(void **state)
 {
     (void)state;
     for (int64_t b = 1; b <= 16; b++) {
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST");
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1), "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST");
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2), "EVT_LLM_NO_TMA"); /* runs asked for: the loop stays */
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0), "EVT_LLM_NO_TMA"); /* runs asked for: the loop stays */
     }
-    assert_null(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0));
-    assert_null(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0));
-    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0));
-    assert_null(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0));
-    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0));
+    assert_null(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0));
+    assert_null(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING));
+    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0, 0));
+    assert_null(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0, 0));
+    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0));
+    /* above batch 64 the second half of x, only where the run has a ring */
+    assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING), "EVT_TMA_TWO_HALVES");
+    assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304), "EVT_TMA_TWO_HALVES");
+    assert_null(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0));
+    assert_null(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, -1));
 }
 
 /* the program evt_decode builds: one request per attention task where
@@ -814,17 +819,21 @@ static void one_request_define_refuses_runs(void **state)
 static void decode_tma_ring_policy(void **state)
 {
     (void)state;
-    assert_int_equal(evt_decode_tma_ring(1, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(32, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(33, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(48, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(49, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(64, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(65, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(128, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(64, -1), -1);      /* --tma-ring 0 */
-    assert_int_equal(evt_decode_tma_ring(8, 65536), 65536); /* --tma-ring 65536 */
-    assert_int_equal(evt_decode_tma_ring(100, 98304), 98304);
+    const int64_t H8 = 4096, H06 = 1024; /* qwen3-8b's and qwen3-0.6b's hidden sizes */
+    assert_int_equal(evt_decode_tma_ring(1, H8, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(32, H8, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(33, H8, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(48, H06, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(49, H8, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(64, H06, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(65, H8, 0), EVT_DECODE_TMA_RING); /* two halves of x */
+    assert_int_equal(evt_decode_tma_ring(128, H8, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(65, H06, 0), 0); /* small bands: the register units */
+    assert_int_equal(evt_decode_tma_ring(128, H06, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(129, H8, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(64, H8, -1), -1);      /* --tma-ring 0 */
+    assert_int_equal(evt_decode_tma_ring(8, H8, 65536), 65536); /* --tma-ring 65536 */
+    assert_int_equal(evt_decode_tma_ring(100, H06, 98304), 98304);
     /* the norms: folded everywhere but UNFOLDED, fused up to batch 16 (AUTO) */
     int fold = -1;
     assert_true(evt_decode_fuse_norm(1, EVT_NORMS_AUTO, &fold) && fold == 1);

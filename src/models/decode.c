@@ -166,9 +166,10 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
     return norms == EVT_NORMS_AUTO && evt_decode_fuse_norm(batch, norms, &fold);
 }
 
-const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows)
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring)
 {
-    if (!small_batch_program(batch, norms)) return NULL;
+    if (!small_batch_program(batch, norms))
+        return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES" : NULL;
     return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST" : "EVT_LLM_NO_TMA";
 }
 
@@ -203,9 +204,10 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     return EVT_OK;
 }
 
-int evt_decode_tma_ring(int64_t batch, int requested)
+int evt_decode_tma_ring(int64_t batch, int64_t hidden, int requested)
 {
     if (requested) return requested;
+    if (batch > EVT_DECODE_TMA_WIDE_BATCH && hidden < EVT_DECODE_TMA_WIDE_HIDDEN) return 0;
     return batch >= EVT_DECODE_TMA_MIN_BATCH && batch <= EVT_DECODE_TMA_MAX_BATCH ? EVT_DECODE_TMA_RING : 0;
 }
 
@@ -214,19 +216,20 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     /* the weights never change between steps: upload them once */
     evt_decode_opts local = *o;
     local.run.keep_weights = 1;
-    /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
-       elsewhere the reservation would only shrink L1 */
-    local.run.tma_ring = evt_decode_tma_ring(o->batch, o->run.tma_ring);
-    /* the batch-1-16 program's kernel without the TMA GEMV and the
-       attention's request runs, which it never runs */
-    if (!local.compile.cuda_defines)
-        local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms, o->build.attn_rows);
     o = &local;
     memset(r, 0, sizeof *r);
     evt_qwen3_config c;
     char *text = NULL;
     evt_status st = evt_decode_program(o, &c, &text, d);
     if (st) return st;
+    /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
+       elsewhere the reservation would only shrink L1 */
+    local.run.tma_ring = evt_decode_tma_ring(o->batch, c.hidden_size, o->run.tma_ring);
+    /* the batch-1-16 program's kernel without the TMA GEMV and the
+       attention's request runs, which it never runs; the second half of x
+       only in the kernel of the runs above batch 64 that have a ring */
+    if (!local.compile.cuda_defines)
+        local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms, o->build.attn_rows, local.run.tma_ring);
     evt_graph *g = evt_parse(text, strlen(text), d);
     free(text);
     if (!g) return EVT_ERR_VERIFY;

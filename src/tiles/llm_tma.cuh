@@ -14,7 +14,9 @@
  * The product: y[b, n] = sum_k x[b, k] W[n, k] for the task's rows
  * [n0, n1) (llm.c's tile rows), b < B <= 64, as D = A * B^T with A = x
  * (M = 64 batch rows, K-major) and B = W (N = NT rows, K-major), both from
- * shared memory in the 128-byte swizzled layout TMA writes.
+ * shared memory in the 128-byte swizzled layout TMA writes. At batch 65-128
+ * the task runs twice, for x's rows [0, 64) and [64, B), streaming its band
+ * again (the second time partly from L2).
  *   - Stage: U = 4, 2 or 1 chunks of 64 k (the most that divide K and leave
  *     the ring two stages), moved as one 3-D box of x (8-64 rows covering B, rows
  *     past B read as zeros) and one box per weight matrix (the pass's rows
@@ -47,10 +49,10 @@
  * 20.8 (register units 27.9). ptxas serialises the wgmmas of a called
  * function (C7510); inlined they measured the same.
  * Shapes it takes (else the register units run): batch
- * EVT_TMA_MIN_B..64, K % 64 == 0, enough rows, maps for x and the weights
+ * EVT_TMA_MIN_B..128, K % 64 == 0, enough rows, maps for x and the weights
  * (the runtime encodes EVT_TMA_BOXES per bf16 matrix of whole 64-column
  * chunks: src/runtime/tmaps.c), a ring of at least two one-chunk stages
- * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 33-64: more shrinks L1 and slows the
+ * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 33-128: more shrinks L1 and slows the
  * other tiles, less holds too few stages).
  * EVT_LLM_NO_TMA (a cuda_defines option) compiles the path out: evtc decode
  * sets it for the program it runs at batch 1-16, which never takes it; the
@@ -90,6 +92,13 @@
                                     down 56.7 vs 65.0, gate + up 66.0 vs 101.7; qwen3-0.6b QKV (31 rows)
                                     11.2 vs 14.3, gate + up (23 x 2) 15.2 vs 16.4, but o and down (8 rows)
                                     13.4 vs 11.2 and 16.9 vs 13.5 */
+#endif
+#ifdef EVT_TMA_TWO_HALVES
+#define EVT_TMA_MAX_B 128 /* batch 65-128 in two halves of x (a cuda_defines option: evtc decode sets it for
+                             the runs above 64 that have a ring) */
+#else
+#define EVT_TMA_MAX_B 64 /* without the define the kernel is the one without the second half's code (with
+                            it, qwen3-8b and qwen3-0.6b were 3-4% slower at batch 48-64 in one form) */
 #endif
 #ifndef EVT_TILES_TMA_RING
 #define EVT_TILES_TMA_RING (160u * 1024u) /* shared memory the runtime reserves for the ring, at most */
@@ -260,11 +269,16 @@ static __shared__ float evt_tma_ss[128]; /* NORM: the two halves of each row's s
 /* The task's rows [n0, n1): see the header. An early-loads task whose waits
    report an aborting launch leaves once its weight boxes have landed. */
 template <int MODE, int NT, bool EARLY, bool NORM>
-__device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
+__device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1, int bx)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
     constexpr uint32_t WREG = NT * 128u, XREG = 8192u; /* reserved per chunk: a matrix's rows, x's 64 rows */
     const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
+#ifdef EVT_TMA_TWO_HALVES
+    const int BH = B - bx < 64 ? B - bx : 64; /* this half's batch rows: [bx, bx + BH) */
+#else
+    const int BH = B; /* bx is 0 */
+#endif
     /* chunks per stage: 4, 2 or 1, the most that divide K and leave the ring
        two stages */
     int di = EVT_TMA_DEPTHS - 1;
@@ -279,9 +293,9 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint32_t full0 = evt_tma_saddr(evt_tma_bar), empty0 = full0 + 8 * EVT_TMA_MAX_STAGES, ring0 = evt_tma_saddr(io.ring);
     const uint32_t phase = evt_tma_phase; /* written by the previous task before the dispatch's barrier */
-    const int xrows = B <= 8 ? 8 : B <= 16 ? 16 : B <= 32 ? 32 : 64; /* x's box: rows past B read as zeros */
+    const int xrows = BH <= 8 ? 8 : BH <= 16 ? 16 : BH <= 32 ? 32 : 64; /* x's box: rows past B read as zeros */
     const evt_tmap *mx = io.mx + di * EVT_TMA_HEIGHTS + (xrows / 8 - 1);
-    const bool early = EARLY && a->wait_in_tile;
+    const bool early = EARLY && a->wait_in_tile && bx == 0; /* the second half runs after the waits */
 
     if (warp == EVT_TMA_PRODUCER_WARP) {
         /* lane 0 fills the ring: stage j = (pass p, k stage kt) into slot s */
@@ -304,7 +318,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
                 evt_tma_load3(dst, io.mw0 + m, r0, kt * U, bar);
                 if (NW == 2) evt_tma_load3(dst + (uint32_t)U * WREG, io.mw1 + m, r0, kt * U, bar);
             };
-            auto xs = [&]() { evt_tma_load3(ring0 + (uint32_t)s * SLOT, mx, 0, kt * U, full0 + 8 * s); };
+            auto xs = [&]() { evt_tma_load3(ring0 + (uint32_t)s * SLOT, mx, bx, kt * U, full0 + 8 * s); };
             auto next = [&]() {
                 if (++s == S) s = 0;
                 if (++kt == KT) {
@@ -403,7 +417,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             for (int i = 0; i < NT / 2; i++) {
                 int b = warp * 16 + (lane >> 2) + 8 * ((i >> 1) & 1), c = (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
                 const float f = sc[(i >> 1) & 1];
-                if (b < B && c < mine) evt_llm_out<MODE>(a, b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
+                if (b < BH && c < mine) evt_llm_out<MODE>(a, bx + b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
             }
 #pragma unroll
             for (int q = 0; q < NW; q++)
@@ -428,6 +442,13 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     }
 }
 
+/* 1 when the task's waits, run beside the tile (evt_tile_wait), reported
+   an aborting launch: read after a block barrier that follows them */
+__device__ __forceinline__ bool evt_tma_aborted(const evt_task_args *a)
+{
+    return a->wait_in_tile && ((const evt_worker *)((const char *)a - offsetof(evt_worker, args)))->skip;
+}
+
 /* Runs the task on this path when its shapes, maps and ring allow (see the
  * header); false: nothing was done, the caller runs the register units.
  * (A launch aborting in the task's waits needs no report: the dispatch
@@ -440,7 +461,7 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
 #endif
     constexpr int NW = MODE == 2 ? 2 : 1;
     const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    if (!a->tmaps || B < EVT_TMA_MIN_B || B > 64) return false; /* the common case first: no division */
+    if (!a->tmaps || B < EVT_TMA_MIN_B || B > EVT_TMA_MAX_B) return false; /* the common case first: no division */
     const int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (a->t[1].dim[0] + T - 1) / T; /* the call's rows per task */
     if (nr * NW < (B >= EVT_TMA_WIDE_MIN_B ? EVT_TMA_MIN_ROWS_WIDE : EVT_TMA_MIN_ROWS) || (K & 63) || K > (1 << 30) || n1 > (1 << 30) ||
         evt_tile_threads() != 256)
@@ -452,10 +473,24 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
     const evt_tma_io io = {maps + EVT_TMA_BOXES * a->t[0].tmap, maps + EVT_TMA_BOXES * a->t[1].tmap, maps + EVT_TMA_BOXES * a->t[NW].tmap,
                            ring, a->tma_ring_bytes};
     const int64_t rows = (n1 - n0 + 7) / 8 * 8;
+#ifdef EVT_TMA_TWO_HALVES /* batch 65-128: x's rows [0, 64), then [64, B) with the band again (one call
+                             site for both halves: measured 4% faster at qwen3-8b batch 96 than a site
+                             per half, and 3.2-3.8% slower at batch 48-64 when it was in their kernel) */
+#define EVT_TMA_RUN(NT)                                                                             \
+    for (int bx = 0; bx < B; bx += 64) {                                                           \
+        if (bx) {                                                                                   \
+            evt_tile_sync(); /* the first half's ring phases and shared sums are read */            \
+            if (evt_tma_aborted(a)) return true;                                                    \
+        }                                                                                           \
+        evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1, bx);                                     \
+    }
+#else
+#define EVT_TMA_RUN(NT) evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1, 0);
+#endif
 #define EVT_TMA_TRY(NT)                                                                             \
     if (rows <= NT || NT == (NW == 2 ? 96 : 128)) {                                                 \
         if (a->tma_ring_bytes < 2 * (8192u + NW * NT * 128u)) return false;                         \
-        evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1);                                         \
+        EVT_TMA_RUN(NT)                                                                             \
         return true;                                                                                \
     }
     EVT_TMA_TRY(16)
@@ -467,6 +502,7 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
         EVT_TMA_TRY(128)
     }
 #undef EVT_TMA_TRY
+#undef EVT_TMA_RUN
     return false;
 }
 

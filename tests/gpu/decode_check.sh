@@ -15,9 +15,12 @@
 # unit shape: B <= 8, 16, the units of every batch row at 40, two passes of 64
 # at 100); EVT_STREAM_RING=12288 shrinks the ring below every band, so each
 # task takes a prefix of its rows from shared memory and the rest from global
-# memory. The default build and --prefetch (L2 prefetch hook) run the register
-# units (batch 40: the GEMV units that hold every batch row, the LM head on
-# the TMA path; 100: two passes of 64 rows); --no-records runs the static schedule with
+# memory. The default build and --prefetch (L2 prefetch hook) run the TMA
+# ring's GEMV at batch 40 where a task has 16 rows or more (QKV, gate + up,
+# the LM head) and the register units elsewhere (o and down: the units that
+# hold every batch row; every GEMV at 100, in two passes of 64 rows: these
+# configs' hidden size, 1024, gets no ring above 64 by default);
+# --no-records runs the static schedule with
 # its maps evaluated on the device (no task records, launch tables in
 # global memory). ctx 600 at B = 20: one split of 601 positions per task
 # (ten steps of the attention's pipelined loop per warp). The attention
@@ -56,9 +59,12 @@
 # power-of-two page size, so these take its generic path (one split at b12,
 # merge_last at b4; 2 and 4 q heads per kv head).
 # The GEMV tiles take the TMA + wgmma path (src/tiles/llm_tma.cuh) where the
-# run reserves a TMA ring (evtc decode: at batch 33-64, or --tma-ring) and a
-# task has enough weight rows (batches 17-64: 64 rows x matrices up to 32,
-# 16 from 33; above 64, as in uneven-b100, the register units run): at 33,
+# run reserves a TMA ring (evtc decode: at batch 33-64, and up to 128 for a
+# hidden size of 4096 or more; or --tma-ring) and a task has enough weight
+# rows (batches 17-128: 64 rows x matrices up to 32, 16 from 33; above 64 in
+# two halves of x, 64 rows and the rest, the band streamed twice:
+# uneven-b72-tma with a second half of 8 rows, mid-b100-tma of 36,
+# uneven-b100-tma-tiles33 with o and down at 31 rows): at 33,
 # 40 and 64 (uneven-b33, -b40-fusenorm, uneven-b64, -b64-attn-rs) the QKV
 # (47 rows), gate + up (93 x 2) and the LM head, with early loads (the weight boxes before warp 0's waits);
 # mid-b40 and its variants: QKV (31 rows) and gate + up (23 x 2);
@@ -165,6 +171,9 @@ run_case mid-b64 tests/gpu/qwen3-mid.json 64 33 2
 run_case uneven-b64-tiles33 tests/gpu/qwen3-uneven.json 64 40 2 --tiles 33
 run_case uneven-b40-tiles33 tests/gpu/qwen3-uneven.json 40 40 2 --tiles 33
 run_case uneven-b33 tests/gpu/qwen3-uneven.json 33 40 2
+run_case uneven-b72-tma tests/gpu/qwen3-uneven.json 72 40 2 --tma-ring 98304
+run_case uneven-b100-tma-tiles33 tests/gpu/qwen3-uneven.json 100 20 2 --tiles 33 --tma-ring 98304
+run_case mid-b100-tma tests/gpu/qwen3-mid.json 100 20 2 --tma-ring 98304
 run_case uneven-b64-rows8 tests/gpu/qwen3-uneven.json 64 40 2 --attn-rows 8
 run_case mha-b24 tests/gpu/qwen3-mha.json 24 40 2
 echo "$pass passed, $fail failed"
