@@ -103,6 +103,28 @@ __global__ void __launch_bounds__(256, 1) stream(const char *W, const char *x, u
     if (C > 1) cluster_sync_all(); /* no CTA leaves while a peer may still copy into it or arrive on its barriers */
 }
 
+/* A launch of `stream` over nsm blocks in clusters of C (and cooperative):
+   cfg points into the struct's own attribute array */
+struct cluster_launch {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[2];
+    cluster_launch(int nsm, int C, bool cooperative)
+    {
+        cfg = {};
+        cfg.gridDim = dim3(nsm);
+        cfg.blockDim = dim3(256);
+        cfg.dynamicSmemBytes = RING_BYTES;
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = C;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = 1;
+        at[1].id = cudaLaunchAttributeCooperative;
+        at[1].val.cooperative = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = cooperative ? 2 : 1;
+    }
+};
+
 int main()
 {
     cudaDeviceProp prop;
@@ -112,19 +134,9 @@ int main()
     CKX(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, RING_BYTES));
     CKX(cudaFuncSetAttribute(stream, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     for (int C : {2, 4}) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(nsm);
-        cfg.blockDim = dim3(256);
-        cfg.dynamicSmemBytes = RING_BYTES;
-        cudaLaunchAttribute at;
-        at.id = cudaLaunchAttributeClusterDimension;
-        at.val.clusterDim.x = C;
-        at.val.clusterDim.y = 1;
-        at.val.clusterDim.z = 1;
-        cfg.attrs = &at;
-        cfg.numAttrs = 1;
+        cluster_launch L(nsm, C, false);
         int nc = -1;
-        cudaError_t e = cudaOccupancyMaxActiveClusters(&nc, stream, &cfg);
+        cudaError_t e = cudaOccupancyMaxActiveClusters(&nc, stream, &L.cfg);
         printf("clusters of %d with %u KiB shared memory a block: at most %d at once (%s); the grid needs %d\n", C, RING_BYTES >> 10,
                nc, cudaGetErrorString(e), nsm / C);
     }
@@ -141,20 +153,8 @@ int main()
         char *W, *x;
         CKX(cudaMalloc(&W, (size_t)nsm * 4 * wst));
         CKX(cudaMalloc(&x, (size_t)4 * xst));
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(nsm);
-        cfg.blockDim = dim3(256);
-        cfg.dynamicSmemBytes = RING_BYTES;
-        cudaLaunchAttribute at[2];
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = 2;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = 1;
-        at[1].id = cudaLaunchAttributeCooperative;
-        at[1].val.cooperative = 1;
-        cfg.attrs = at;
-        cfg.numAttrs = 2;
-        cudaError_t e = cudaLaunchKernelEx(&cfg, stream, (const char *)W, (const char *)x, wst, xst, 4, 2, sink);
+        cluster_launch L(nsm, 2, true);
+        cudaError_t e = cudaLaunchKernelEx(&L.cfg, stream, (const char *)W, (const char *)x, wst, xst, 4, 2, sink);
         cudaError_t e2 = cudaDeviceSynchronize();
         printf("cooperative launch of %d blocks in clusters of 2: launch %s, run %s\n", nsm, cudaGetErrorString(e),
                cudaGetErrorString(e2));
@@ -182,19 +182,9 @@ int main()
         CKX(cudaMalloc(&x, (size_t)nst * xst));
         CKX(cudaMemset(x, 0x3d, (size_t)nst * xst));
         auto cell = [&](uint32_t w, uint32_t xx, int C) {
+            cluster_launch L(nsm, C, false);
             return bench_launch_us([&](int i) {
-                cudaLaunchConfig_t cfg = {};
-                cfg.gridDim = dim3(nsm);
-                cfg.blockDim = dim3(256);
-                cfg.dynamicSmemBytes = RING_BYTES;
-                cudaLaunchAttribute at;
-                at.id = cudaLaunchAttributeClusterDimension;
-                at.val.clusterDim.x = C;
-                at.val.clusterDim.y = 1;
-                at.val.clusterDim.z = 1;
-                cfg.attrs = &at;
-                cfg.numAttrs = 1;
-                CKX(cudaLaunchKernelEx(&cfg, stream, (const char *)W[i % ncopy], (const char *)x, w, xx, nst, C, sink));
+                CKX(cudaLaunchKernelEx(&L.cfg, stream, (const char *)W[i % ncopy], (const char *)x, w, xx, nst, C, sink));
             });
         };
         float tw = cell(wst, 0, 1), tx = cell(0, xst, 1), tx2 = cell(0, xst, 2), t1 = cell(wst, xst, 1), t2 = cell(wst, xst, 2), t4 = cell(wst, xst, 4);
