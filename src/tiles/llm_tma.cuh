@@ -15,8 +15,8 @@
  * [n0, n1) (llm.c's tile rows), b < B <= 64, as D = A * B^T with A = x
  * (M = 64 batch rows, K-major) and B = W (N = NT rows, K-major), both from
  * shared memory in the 128-byte swizzled layout TMA writes. At batch 65-128
- * the task runs twice, for x's rows [0, 64) and [64, B), streaming its band
- * again (the second time partly from L2).
+ * (kernels built with EVT_TMA_TWO_HALVES) the task runs twice, for x's rows
+ * [0, 64) and [64, B), streaming its band again (partly from L2).
  *   - Stage: U = 4, 2 or 1 chunks of 64 k (the most that divide K and leave
  *     the ring two stages), moved as one 3-D box of x (8-64 rows covering B, rows
  *     past B read as zeros) and one box per weight matrix (the pass's rows
@@ -49,10 +49,11 @@
  * 20.8 (register units 27.9). ptxas serialises the wgmmas of a called
  * function (C7510); inlined they measured the same.
  * Shapes it takes (else the register units run): batch
- * EVT_TMA_MIN_B..128, K % 64 == 0, enough rows, maps for x and the weights
+ * EVT_TMA_MIN_B..EVT_TMA_MAX_B, K % 64 == 0, enough rows, maps for x and the weights
  * (the runtime encodes EVT_TMA_BOXES per bf16 matrix of whole 64-column
  * chunks: src/runtime/tmaps.c), a ring of at least two one-chunk stages
- * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 33-128: more shrinks L1 and slows the
+ * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 33-64, to 128 for a hidden size of 4096
+ * or more: more shrinks L1 and slows the
  * other tiles, less holds too few stages).
  * EVT_LLM_NO_TMA (a cuda_defines option) compiles the path out: evtc decode
  * sets it for the program it runs at batch 1-16, which never takes it; the
@@ -79,7 +80,7 @@
 #endif
 #ifndef EVT_TMA_WIDE_MIN_B
 #define EVT_TMA_WIDE_MIN_B 33 /* from this batch on, EVT_TMA_MIN_ROWS_WIDE rows suffice: the batches where
-                                 evtc decode reserves the ring (33-64). Until session 40 it was 49, and
+                                 evtc decode reserves the ring (from 33). Until session 40 it was 49, and
                                  qwen3-8b ran QKV, o and down on the register units at batch 33-48 and
                                  took longer there than at 64; from 33 (H200, bench/RESULTS.md session
                                  40): tiles alone at batch 40-48 QKV 26.7-27.0 vs 43.4-43.9 us, o
@@ -442,13 +443,6 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     }
 }
 
-/* 1 when the task's waits, run beside the tile (evt_tile_wait), reported
-   an aborting launch: read after a block barrier that follows them */
-__device__ __forceinline__ bool evt_tma_aborted(const evt_task_args *a)
-{
-    return a->wait_in_tile && ((const evt_worker *)((const char *)a - offsetof(evt_worker, args)))->skip;
-}
-
 /* Runs the task on this path when its shapes, maps and ring allow (see the
  * header); false: nothing was done, the caller runs the register units.
  * (A launch aborting in the task's waits needs no report: the dispatch
@@ -480,7 +474,7 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
     for (int bx = 0; bx < B; bx += 64) {                                                           \
         if (bx) {                                                                                   \
             evt_tile_sync(); /* the first half's ring phases and shared sums are read */            \
-            if (evt_tma_aborted(a)) return true;                                                    \
+            if (evt_tile_aborted(a)) return true;                                                   \
         }                                                                                           \
         evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1, bx);                                     \
     }
