@@ -566,12 +566,4 @@ EVT_DEV int evt_tile_wait(const evt_task_args *a)
     return W->skip;
 }
 
-/* What evt_tile_wait returned, again, for a tile that met that barrier and
- * a block barrier after it (the TMA GEMV's second half of x, which must not
- * start in an aborting launch): 1 when the task must stop. */
-EVT_DEV int evt_tile_aborted(const evt_task_args *a)
-{
-    return a->wait_in_tile && ((const evt_worker *)((const char *)a - offsetof(evt_worker, args)))->skip;
-}
-
 #endif

@@ -443,6 +443,16 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     }
 }
 
+/* 1 when the task's waits, run beside the tile (evt_tile_wait), reported
+   an aborting launch: read after a block barrier that follows them (the
+   worker lookup of evt_tile_wait; a shared int helper in evt_device.h
+   changed this kernel's machine code by 72 instructions, so the kernel
+   timed in session 40 keeps this one) */
+__device__ __forceinline__ bool evt_tma_aborted(const evt_task_args *a)
+{
+    return a->wait_in_tile && ((const evt_worker *)((const char *)a - offsetof(evt_worker, args)))->skip;
+}
+
 /* Runs the task on this path when its shapes, maps and ring allow (see the
  * header); false: nothing was done, the caller runs the register units.
  * (A launch aborting in the task's waits needs no report: the dispatch
@@ -474,7 +484,7 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
     for (int bx = 0; bx < B; bx += 64) {                                                           \
         if (bx) {                                                                                   \
             evt_tile_sync(); /* the first half's ring phases and shared sums are read */            \
-            if (evt_tile_aborted(a)) return true;                                                   \
+            if (evt_tma_aborted(a)) return true;                                                    \
         }                                                                                           \
         evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1, bx);                                     \
     }
