@@ -58,6 +58,24 @@ static float bench_launch_us(F launch)
     return r[2];
 }
 
+/* Copies of a buffer of `bytes` (every byte `fill`), enough that launches
+   rotating over them (copy i % size() for launch i) find none in L2: at
+   least 2, about 400 MiB in all. bench_free_copies releases them. */
+static std::vector<char *> bench_cold_copies(size_t bytes, int fill)
+{
+    std::vector<char *> c((size_t)std::max<size_t>(2, (size_t)(400u << 20) / bytes + 1));
+    for (auto &p : c) {
+        CKX(cudaMalloc(&p, bytes));
+        CKX(cudaMemset(p, fill, bytes));
+    }
+    return c;
+}
+static void bench_free_copies(std::vector<char *> &c)
+{
+    for (auto &p : c) CKX(cudaFree(p));
+    c.clear();
+}
+
 /* the global timer, ns (32 ns steps on an H100) */
 static __device__ __forceinline__ uint64_t now_ns()
 {

@@ -172,12 +172,8 @@ int main()
             continue;
         }
         const size_t wbytes = (size_t)nsm * nst * wst;
-        const int ncopy = (int)std::max<size_t>(2, (size_t)(400u << 20) / wbytes + 1);
-        std::vector<char *> W(ncopy);
-        for (auto &w : W) {
-            CKX(cudaMalloc(&w, wbytes));
-            CKX(cudaMemset(w, 0x3c, wbytes));
-        }
+        std::vector<char *> W = bench_cold_copies(wbytes, 0x3c);
+        const int ncopy = (int)W.size();
         char *x;
         CKX(cudaMalloc(&x, (size_t)nst * xst));
         CKX(cudaMemset(x, 0x3d, (size_t)nst * xst));
@@ -190,7 +186,7 @@ int main()
         float tw = cell(wst, 0, 1), tx = cell(0, xst, 1), tx2 = cell(0, xst, 2), t1 = cell(wst, xst, 1), t2 = cell(wst, xst, 2), t4 = cell(wst, xst, 4);
         printf("%-26s %9.2f %9.2f %9.2f %11.2f %11.2f %11.2f   (w %.0f GB/s; x %.1f MiB a block)\n", s.name, tw, tx, tx2, t1, t2, t4,
                wbytes / tw / 1e3, (double)nst * xst / (1 << 20));
-        for (auto &w : W) CKX(cudaFree(w));
+        bench_free_copies(W);
         CKX(cudaFree(x));
     }
     return 0;

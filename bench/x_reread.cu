@@ -60,23 +60,19 @@ int main()
     printf("\n%-26s %5s %10s %10s %10s %10s   %s\n", "shape", "B", "w us", "x us", "w + x us", "w GB/s", "x from L2, TB/s (x alone)");
     for (const shp &s : shapes) {
         const size_t wbytes = (size_t)nsm * s.R * s.K * 2;
-        const int ncopy = (int)std::max<size_t>(2, (size_t)(400u << 20) / wbytes + 1);
-        std::vector<uint16_t *> W(ncopy);
-        for (auto &w : W) {
-            CKX(cudaMalloc(&w, wbytes));
-            CKX(cudaMemset(w, 0x3c, wbytes));
-        }
+        std::vector<char *> W = bench_cold_copies(wbytes, 0x3c);
+        const int ncopy = (int)W.size();
         uint16_t *x;
         CKX(cudaMalloc(&x, (size_t)128 * s.K * 2));
         CKX(cudaMemset(x, 0x3d, (size_t)128 * s.K * 2));
         for (int B : {1, 16, 64, 128}) {
-            float tw = bench_launch_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, s.R, 0, s.K, 512, sink); });
-            float tx = bench_launch_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, 0, B, s.K, 512, sink); });
-            float twx = bench_launch_us([&](int i) { stream<<<nsm, 256>>>(W[i % ncopy], x, s.R, B, s.K, 512, sink); });
+            float tw = bench_launch_us([&](int i) { stream<<<nsm, 256>>>((const uint16_t *)W[i % ncopy], x, s.R, 0, s.K, 512, sink); });
+            float tx = bench_launch_us([&](int i) { stream<<<nsm, 256>>>((const uint16_t *)W[i % ncopy], x, 0, B, s.K, 512, sink); });
+            float twx = bench_launch_us([&](int i) { stream<<<nsm, 256>>>((const uint16_t *)W[i % ncopy], x, s.R, B, s.K, 512, sink); });
             const double xb = (double)nsm * B * s.K * 2;
             printf("%-26s %5d %10.2f %10.2f %10.2f %10.0f   %.2f\n", s.name, B, tw, tx, twx, wbytes / tw / 1e3, xb / tx / 1e6);
         }
-        for (auto &w : W) CKX(cudaFree(w));
+        bench_free_copies(W);
         CKX(cudaFree(x));
     }
     return 0;
