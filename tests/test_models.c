@@ -754,7 +754,7 @@ static void decode_cuda_defines_policy(void **state)
     assert_null(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0, 0));
     assert_null(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0, 0));
     assert_null(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0));
-    /* above batch 64 the second half of x, only where the run has a ring */
+    /* above batch 64 x's second box, only where the run has a ring */
     assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING), "EVT_TMA_TWO_HALVES");
     assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304), "EVT_TMA_TWO_HALVES");
     assert_null(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0));
@@ -819,21 +819,17 @@ static void one_request_define_refuses_runs(void **state)
 static void decode_tma_ring_policy(void **state)
 {
     (void)state;
-    const int64_t H8 = 4096, H06 = 1024; /* qwen3-8b's and qwen3-0.6b's hidden sizes */
-    assert_int_equal(evt_decode_tma_ring(1, H8, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(32, H8, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(33, H8, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(48, H06, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(49, H8, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(64, H06, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(65, H8, 0), EVT_DECODE_TMA_RING); /* two halves of x */
-    assert_int_equal(evt_decode_tma_ring(128, H8, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(65, H06, 0), 0); /* small bands: the register units */
-    assert_int_equal(evt_decode_tma_ring(128, H06, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(129, H8, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(64, H8, -1), -1);      /* --tma-ring 0 */
-    assert_int_equal(evt_decode_tma_ring(8, H8, 65536), 65536); /* --tma-ring 65536 */
-    assert_int_equal(evt_decode_tma_ring(100, H06, 98304), 98304);
+    assert_int_equal(evt_decode_tma_ring(1, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(32, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(33, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(49, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(64, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(65, 0), EVT_DECODE_TMA_RING); /* x in two boxes, one stream of the band */
+    assert_int_equal(evt_decode_tma_ring(128, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(129, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(64, -1), -1);      /* --tma-ring 0 */
+    assert_int_equal(evt_decode_tma_ring(8, 65536), 65536); /* --tma-ring 65536 */
+    assert_int_equal(evt_decode_tma_ring(100, 98304), 98304);
     /* the norms: folded everywhere but UNFOLDED, fused up to batch 16 (AUTO) */
     int fold = -1;
     assert_true(evt_decode_fuse_norm(1, EVT_NORMS_AUTO, &fold) && fold == 1);

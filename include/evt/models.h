@@ -94,22 +94,21 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 #define EVT_DECODE_MAX_ALSO 8
 /* evt_decode's default TMA ring (evt_run_opts.tma_ring) at batches
    EVT_DECODE_TMA_MIN_BATCH..EVT_DECODE_TMA_MAX_BATCH: the GEMV tiles take the
-   TMA path at batch 17-128 (src/tiles/llm_tma.cuh; above 64 in two halves
-   of x). From 33 it pays: with the ring qwen3-8b batch 40 and 48 took
+   TMA path at batch 17-128 (src/tiles/llm_tma.cuh; above 64 with x in two
+   boxes, one per warpgroup). From 33 it pays: with the ring qwen3-8b batch 40 and 48 took
    11.87-11.89 and 12.16-12.17 ms/token against 13.76-13.78 and 14.07-14.10
    without (its gate + up and LM head on the TMA path), qwen3-0.6b level at
    33 and 40 (H100, session 30); at 17-32 the smaller L1 costs more than the
    path saves (H200, session 40: qwen3-8b B=17-32 0.7-1.2% slower with the
    ring, qwen3-0.6b B=24-32 1.9-2.0%). Above 64 (EVT_DECODE_TMA_WIDE_BATCH)
-   only for models of hidden size EVT_DECODE_TMA_WIDE_HIDDEN or more, whose
-   bands are worth streaming twice: qwen3-8b (4096) batch 72 / 96 / 128
-   21.94 / 22.42 / 24.37 -> 18.32 / 18.49 / 19.18 ms/token (17.73 at 96 in
-   the landed form), qwen3-0.6b (1024) batch 96 / 128 5.75 / 6.36 -> 6.05 /
-   6.44 (H200, session 40; sizes in between not measured) */
+   for every model since the band is streamed once there (H100, session 41,
+   against session 40's form, which streamed it twice and lost on
+   qwen3-0.6b): qwen3-8b batch 72 / 96 / 128 19.30 / 19.61 / 20.38-20.40 ->
+   16.04 / 16.22 / 16.98 ms/token; qwen3-0.6b, which had no ring above 64,
+   5.73 / 6.14 / 7.05 -> 5.41 / 5.73 / 6.39 */
 #define EVT_DECODE_TMA_MIN_BATCH 33
 #define EVT_DECODE_TMA_WIDE_BATCH 64
 #define EVT_DECODE_TMA_MAX_BATCH 128
-#define EVT_DECODE_TMA_WIDE_HIDDEN 4096
 #define EVT_DECODE_TMA_RING (96 * 1024)
 /* evt_decode's norms (evt_decode_opts.norms): AUTO, the default, folds the
    norm weights into the matrices at every batch and fuses the norms into the
@@ -125,10 +124,10 @@ typedef enum evt_decode_norms { EVT_NORMS_AUTO, EVT_NORMS_FUSED, EVT_NORMS_CALLS
 /* Whether evt_decode fuses the norms at this batch (and folds their weights:
    *fold) under `norms`. */
 int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold);
-/* The ring evt_decode runs with for a model of this hidden size: `requested`
-   as evt_run_opts.tma_ring has it (bytes, -1 none), or 0 (unset) for the
+/* The ring evt_decode runs with at this batch: `requested` as
+   evt_run_opts.tma_ring has it (bytes, -1 none), or 0 (unset) for the
    default above. */
-int evt_decode_tma_ring(int64_t batch, int64_t hidden, int requested);
+int evt_decode_tma_ring(int64_t batch, int requested);
 /* The tile options (evt_compile_opts.cuda_defines) evt_decode compiles with
    when the caller gives none. For the fused-norm program that `--norms auto`
    runs at batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH: "EVT_LLM_NO_TMA", since
@@ -143,8 +142,9 @@ int evt_decode_tma_ring(int64_t batch, int64_t hidden, int requested);
    (evt_compile refuses others).
    Above batch EVT_DECODE_TMA_WIDE_BATCH with a ring (tma_ring > 0, as
    evt_decode_tma_ring gives it): "EVT_TMA_TWO_HALVES", the TMA GEMV's second
-   half of x, in a kernel of its own: the same code in the kernel of batch
-   17-64 made one form of it 3.2-3.8% slower there (session 40).
+   box of x and its second multiplying warpgroup, in a kernel of its own:
+   code for batches above 64 in the kernel of batch 17-64 made one form of
+   it 3.2-3.8% slower there (session 40).
    NULL otherwise (a program that may run at any batch keeps both). */
 const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring);
 

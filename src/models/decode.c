@@ -204,10 +204,9 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     return EVT_OK;
 }
 
-int evt_decode_tma_ring(int64_t batch, int64_t hidden, int requested)
+int evt_decode_tma_ring(int64_t batch, int requested)
 {
     if (requested) return requested;
-    if (batch > EVT_DECODE_TMA_WIDE_BATCH && hidden < EVT_DECODE_TMA_WIDE_HIDDEN) return 0;
     return batch >= EVT_DECODE_TMA_MIN_BATCH && batch <= EVT_DECODE_TMA_MAX_BATCH ? EVT_DECODE_TMA_RING : 0;
 }
 
@@ -224,10 +223,11 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (st) return st;
     /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
        elsewhere the reservation would only shrink L1 */
-    local.run.tma_ring = evt_decode_tma_ring(o->batch, c.hidden_size, o->run.tma_ring);
+    local.run.tma_ring = evt_decode_tma_ring(o->batch, o->run.tma_ring);
     /* the batch-1-16 program's kernel without the TMA GEMV and the
-       attention's request runs, which it never runs; the second half of x
-       only in the kernel of the runs above batch 64 that have a ring */
+       attention's request runs, which it never runs; x's second box (both
+       warpgroups multiplying) only in the kernel of the runs above batch 64
+       that have a ring */
     if (!local.compile.cuda_defines)
         local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms, o->build.attn_rows, local.run.tma_ring);
     evt_graph *g = evt_parse(text, strlen(text), d);

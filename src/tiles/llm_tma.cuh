@@ -15,8 +15,9 @@
  * [n0, n1) (llm.c's tile rows), b < B <= 64, as D = A * B^T with A = x
  * (M = 64 batch rows, K-major) and B = W (N = NT rows, K-major), both from
  * shared memory in the 128-byte swizzled layout TMA writes. At batch 65-128
- * (kernels built with EVT_TMA_TWO_HALVES) the task runs twice, for x's rows
- * [0, 64) and [64, B), streaming its band again (partly from L2).
+ * (kernels built with EVT_TMA_TWO_HALVES) a stage holds two x boxes, rows
+ * [0, 64) and [64, B), and both warpgroups multiply, each its half of x
+ * against the same weight stage: the band is streamed once.
  *   - Stage: U = 4, 2 or 1 chunks of 64 k (the most that divide K and leave
  *     the ring two stages), moved as one 3-D box of x (8-64 rows covering B, rows
  *     past B read as zeros) and one box per weight matrix (the pass's rows
@@ -24,7 +25,8 @@
  *     depth): a box lands its chunks as consecutive planes of rows x 128
  *     bytes. Reserved per chunk: 8 KiB of x, NT rows per matrix (an operand
  *     reads 64 x rows or NT weight rows from a plane's start).
- *   - Warpgroup 0 multiplies: accumulators NW x NT / 2 floats per thread.
+ *   - Warpgroup 0 multiplies (both at batch 65-128, warpgroup 1 on x's second
+ *     box): accumulators NW x NT / 2 floats per thread.
  *     Reserved rows past the pass hold stale shared memory: their output
  *     columns are computed and dropped (a column of D depends on that row
  *     of W alone); so are x rows >= B.
@@ -32,10 +34,12 @@
  *     over K.
  *   - Ring: S = ring bytes / stage bytes slots (at most EVT_TMA_MAX_STAGES),
  *     a "full" mbarrier per slot (TMA transaction bytes) and an "empty" one
- *     (one arrival per warp of warpgroup 0 once its wgmma retired). Lane 0 of
+ *     (one arrival per multiplying warp once its wgmma retired). Lane 0 of
  *     warp 4 issues: the first S stages up front (with early loads, the
  *     weight boxes before the task's waits, which warp 0 runs, and x's
- *     after), then each stage once its slot's previous fill is released.
+ *     after), then each stage once its slot's previous fill is released
+ *     (at batch 65-128 warp 4 multiplies too, and refills a slot between
+ *     its own stages, once both warpgroups released it).
  *     The barriers live for the launch (EVT_TILES_WORKER_BEGIN), their
  *     phases carried from task to task in evt_tma_phase.
  *   - x was written by other SMs with ordinary stores and acquired through
@@ -95,11 +99,13 @@
                                     13.4 vs 11.2 and 16.9 vs 13.5 */
 #endif
 #ifdef EVT_TMA_TWO_HALVES
-#define EVT_TMA_MAX_B 128 /* batch 65-128 in two halves of x (a cuda_defines option: evtc decode sets it for
-                             the runs above 64 that have a ring) */
+#define EVT_TMA_MAX_B 128 /* batch 65-128, x in two boxes multiplied by the two warpgroups (a cuda_defines
+                             option: evtc decode sets it for the runs above 64 that have a ring) */
+#define EVT_TMA_X_BOXES 2
 #else
 #define EVT_TMA_MAX_B 64 /* without the define the kernel is the one without the second half's code (with
                             it, qwen3-8b and qwen3-0.6b were 3-4% slower at batch 48-64 in one form) */
+#define EVT_TMA_X_BOXES 1
 #endif
 #ifndef EVT_TILES_TMA_RING
 #define EVT_TILES_TMA_RING (160u * 1024u) /* shared memory the runtime reserves for the ring, at most */
@@ -214,12 +220,13 @@ static __shared__ uint32_t evt_tma_phase;
 #define EVT_TMA_PRODUCER_WARP 4 /* the first warp of warpgroup 1: warpgroup 0 multiplies, warp 0 runs an
                                    early-loads task's waits */
 #define EVT_TMA_CONSUMER_WARPS 4
+#define EVT_TMA_RELEASING_WARPS (4 * EVT_TMA_X_BOXES) /* arrivals that release a slot: the multiplying warps */
 
 __device__ __forceinline__ void evt_tma_worker_begin()
 {
     if (threadIdx.x == 0) {
         uint32_t full0 = evt_tma_saddr(evt_tma_bar);
-        for (int s = 0; s < 2 * EVT_TMA_MAX_STAGES; s++) evt_tma_bar_init(full0 + 8 * s, s < EVT_TMA_MAX_STAGES ? 1u : EVT_TMA_CONSUMER_WARPS);
+        for (int s = 0; s < 2 * EVT_TMA_MAX_STAGES; s++) evt_tma_bar_init(full0 + 8 * s, s < EVT_TMA_MAX_STAGES ? 1u : EVT_TMA_RELEASING_WARPS);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         evt_tma_phase = 0;
     }
@@ -244,13 +251,13 @@ __device__ __forceinline__ int evt_tma_pass_rows8(int R, int p, int NT)
 
 /* NORM (rms_linear, rms_mlp_up): the sums of squares of x's rows, taken by
    the consumers from each stage's x box of the first pass while its wgmmas
-   run. Consumer thread i sums row i % 64 over half the row's 16-byte
-   chunks (i / 64 picks which half; with the 128-byte swizzle, chunk c of row
-   r lies at c ^ (r % 8), so taking them in that order spreads a warp over
-   all banks). */
-__device__ __forceinline__ float evt_tma_ss_stage(uint32_t xs, uint32_t xp, int U, int xrows, float ss)
+   run. Consumer thread i (its index in its warpgroup) sums row i % 64 over
+   half the row's 16-byte chunks (i / 64 picks which half; with the 128-byte
+   swizzle, chunk c of row r lies at c ^ (r % 8), so taking them in that
+   order spreads a warp over all banks). */
+__device__ __forceinline__ float evt_tma_ss_stage(uint32_t xs, uint32_t xp, int U, int xrows, float ss, int i)
 {
-    const int r = threadIdx.x & 63, h = threadIdx.x >> 6;
+    const int r = i & 63, h = i >> 6;
     if (r >= xrows) return ss;
     for (int u = 0; u < U; u++) {
         const uint32_t row = xs + (uint32_t)u * xp + (uint32_t)r * 128u;
@@ -265,21 +272,19 @@ __device__ __forceinline__ float evt_tma_ss_stage(uint32_t xs, uint32_t xp, int 
     }
     return ss;
 }
-static __shared__ float evt_tma_ss[128]; /* NORM: the two halves of each row's sum */
+static __shared__ float evt_tma_ss[128 * EVT_TMA_X_BOXES]; /* NORM: the two halves of each row's sum (per warpgroup) */
 
-/* The task's rows [n0, n1): see the header. An early-loads task whose waits
-   report an aborting launch leaves once its weight boxes have landed. */
+#ifndef EVT_TMA_TWO_HALVES
+/* The task's rows [n0, n1) at batch <= 64 (bx is 0): see the header. An
+   early-loads task whose waits report an aborting launch leaves once its
+   weight boxes have landed. */
 template <int MODE, int NT, bool EARLY, bool NORM>
 __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1, int bx)
 {
     constexpr int NW = MODE == 2 ? 2 : 1;
     constexpr uint32_t WREG = NT * 128u, XREG = 8192u; /* reserved per chunk: a matrix's rows, x's 64 rows */
     const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
-#ifdef EVT_TMA_TWO_HALVES
-    const int BH = B - bx < 64 ? B - bx : 64; /* this half's batch rows: [bx, bx + BH) */
-#else
     const int BH = B; /* bx is 0 */
-#endif
     /* chunks per stage: 4, 2 or 1, the most that divide K and leave the ring
        two stages */
     int di = EVT_TMA_DEPTHS - 1;
@@ -399,7 +404,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             }
         }
         evt_tma_wg_commit();
-        if (NORM && p == 0) ss = evt_tma_ss_stage(xs, xp, U, xrows, ss); /* beside the wgmmas */
+        if (NORM && p == 0) ss = evt_tma_ss_stage(xs, xp, U, xrows, ss, threadIdx.x); /* beside the wgmmas */
         evt_tma_wg_wait_all(); /* the slot's data is read: release it */
         __syncwarp();
         if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
@@ -442,16 +447,157 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
         evt_tma_phase = phase ^ flip;
     }
 }
-
-/* 1 when the task's waits, run beside the tile (evt_tile_wait), reported
-   an aborting launch: read after a block barrier that follows them (the
-   worker lookup of evt_tile_wait; a shared int helper in evt_device.h
-   changed this kernel's machine code by 72 instructions, so the kernel
-   timed in session 40 keeps this one) */
-__device__ __forceinline__ bool evt_tma_aborted(const evt_task_args *a)
+#else
+/* The batch-65-128 kernel's form (EVT_TMA_TWO_HALVES): x's rows [0, 64) and
+   [64, B) as two boxes of each stage, warpgroup g multiplying box g against
+   the stage's weights, so the band is streamed once (session 40's form ran
+   the task once per half and streamed it twice: 16.7-17.3% slower per token
+   at qwen3-8b batch 72-128, bench/RESULTS.md session 41). A slot holds x's
+   two boxes (8 KiB a chunk each), then each matrix's rows. Lane 0 of warp 4
+   issues the first S stages as the form above does, then, multiplying too,
+   refills a slot between its own stages once both warpgroups released it.
+   A separate function so that the batch-17-64 kernel keeps its machine code
+   (the lesson of sessions 33, 37 and 40: code moves cost 1-4%). */
+__device__ __forceinline__ int evt_tma_x_rows(int rows) { return rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 ? 32 : 64; }
+template <int MODE, int NT, bool EARLY, bool NORM>
+__device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
 {
-    return a->wait_in_tile && ((const evt_worker *)((const char *)a - offsetof(evt_worker, args)))->skip;
+    constexpr int NW = MODE == 2 ? 2 : 1;
+    constexpr uint32_t WREG = NT * 128u, XREG = 2u * 8192u; /* reserved per chunk: a matrix's rows, x's two boxes */
+    const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
+    int di = EVT_TMA_DEPTHS - 1; /* chunks per stage, as above */
+    while (di > 0 && (KS % (1 << di) || io.ring_bytes < 2u * (1u << di) * (XREG + NW * WREG))) di--;
+    const int U = 1 << di;
+    const uint32_t SLOT = (uint32_t)U * (XREG + NW * WREG);
+    const int KT = KS / U, R = (int)(n1 - n0), J = (R + NT - 1) / NT * KT; /* stages: per pass, in all */
+    int S = (int)(io.ring_bytes / SLOT);
+    if (S > EVT_TMA_MAX_STAGES) S = EVT_TMA_MAX_STAGES;
+    if (S > J) S = J;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, wl = warp & 3; /* warpgroup, warp in it */
+    const uint32_t full0 = evt_tma_saddr(evt_tma_bar), empty0 = full0 + 8 * EVT_TMA_MAX_STAGES, ring0 = evt_tma_saddr(io.ring);
+    const uint32_t phase = evt_tma_phase; /* written by the previous task before the dispatch's barrier */
+    /* the boxes' heights (rows past B read as zeros; no second box at B <= 64) */
+    const int xrows0 = evt_tma_x_rows(B < 64 ? B : 64), xrows1 = B > 64 ? evt_tma_x_rows(B - 64) : 0;
+    const evt_tmap *mx0 = io.mx + di * EVT_TMA_HEIGHTS + (xrows0 / 8 - 1), *mx1 = io.mx + di * EVT_TMA_HEIGHTS + (xrows1 / 8 - 1);
+    const uint32_t xbytes = (uint32_t)(U * (xrows0 + xrows1)) * 128u;
+    const bool early = EARLY && a->wait_in_tile;
+    /* stage j's boxes into its slot: the weights (with x's bytes expected
+       too, or not: the first stages of an early task), then x */
+    auto weights = [&](int j, bool with_x) {
+        const int s = j % S, p = j / KT, rows8 = evt_tma_pass_rows8(R, p, NT), m = di * EVT_TMA_HEIGHTS + rows8 / 8 - 1;
+        const uint32_t dst = ring0 + (uint32_t)s * SLOT + (uint32_t)U * XREG, bar = full0 + 8 * s, wbytes = (uint32_t)(U * NW * rows8) * 128u;
+        if (with_x) evt_tma_arrive_expect(bar, wbytes + xbytes);
+        else evt_tma_expect(bar, wbytes);
+        evt_tma_load3(dst, io.mw0 + m, (int)n0 + p * NT, j % KT * U, bar);
+        if (NW == 2) evt_tma_load3(dst + (uint32_t)U * WREG, io.mw1 + m, (int)n0 + p * NT, j % KT * U, bar);
+    };
+    auto xs = [&](int j) {
+        const uint32_t dst = ring0 + (uint32_t)(j % S) * SLOT, bar = full0 + 8 * (j % S);
+        evt_tma_load3(dst, mx0, 0, j % KT * U, bar);
+        if (xrows1) evt_tma_load3(dst + (uint32_t)U * 8192u, mx1, 64, j % KT * U, bar);
+    };
+
+    if (warp == EVT_TMA_PRODUCER_WARP && lane == 0) {
+        /* the first S stages: the weights at once (before the task's waits
+           when they run in the tile), x once they are done (x came through
+           the waits: a proxy fence orders them before the async reads) */
+        if (!early) asm volatile("fence.proxy.async.global;" ::: "memory");
+        for (int j = 0; j < S; j++) weights(j, !early);
+        if (early && evt_tile_wait(a)) { /* aborting: let the weight boxes land before leaving */
+            for (int j = 0; j < S; j++) evt_tma_arrive(full0 + 8 * j);
+            for (int j = 0; j < S; j++) evt_tma_wait(full0 + 8 * j, (phase >> j) & 1u);
+            return;
+        }
+        if (early) asm volatile("fence.proxy.async.global;" ::: "memory");
+        for (int j = 0; j < S; j++) {
+            if (early) evt_tma_arrive_expect(full0 + 8 * j, xbytes);
+            xs(j);
+        }
+    } else if (early && evt_tile_wait(a)) {
+        return;
+    }
+
+    /* warpgroup wg: D (64 batch rows of box wg x NT weight rows per matrix) += x W^T */
+    const int xr = wg ? xrows1 : xrows0, BH = wg ? B - 64 : (B < 64 ? B : 64); /* its box's height, its batch rows */
+    float acc[NW][NT / 2];
+#pragma unroll
+    for (int q = 0; q < NW; q++)
+#pragma unroll
+        for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
+    int s = 0, kt = 0, p = 0;
+    uint32_t par = phase;
+    float ss = 0.f, sc[2] = {1.f, 1.f}; /* NORM: this thread's share of a row's sum; its output rows' scales */
+    for (int j = 0; j < J; j++) {
+        evt_tma_wait(full0 + 8 * s, par >> s & 1u);
+        const uint32_t xs0 = ring0 + (uint32_t)s * SLOT + (uint32_t)(wg * U) * 8192u, ws = ring0 + (uint32_t)s * SLOT + (uint32_t)U * XREG;
+        const uint32_t xp = (uint32_t)xr * 128u, wp = (uint32_t)evt_tma_pass_rows8(R, p, NT) * 128u;
+        if (xr) { /* (warpgroup 1 at batch <= 64 only releases) */
+            evt_tma_wg_fence();
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++) {
+                    const uint64_t dx = evt_tma_desc(xs0 + (uint32_t)u * xp + 32u * kk);
+                    evt_tma_wgmma<NT>(acc[0], dx, evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk));
+                    if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], dx, evt_tma_desc(ws + (uint32_t)U * WREG + (uint32_t)u * wp + 32u * kk));
+                }
+            }
+            evt_tma_wg_commit();
+            if (NORM && p == 0) ss = evt_tma_ss_stage(xs0, xp, U, xr, ss, threadIdx.x & 127); /* beside the wgmmas */
+            evt_tma_wg_wait_all(); /* the slot's data is read: release it */
+        }
+        __syncwarp();
+        if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
+        if (warp == EVT_TMA_PRODUCER_WARP) { /* refill the slot with stage j + S once both warpgroups released it */
+            if (lane == 0 && j + S < J) {
+                evt_tma_wait(empty0 + 8 * s, ((phase >> s) ^ (uint32_t)(j / S)) & 1u);
+                weights(j + S, true);
+                xs(j + S);
+            }
+            __syncwarp();
+        }
+        if (++kt == KT) { /* the pass's rows are done */
+            if (NORM && p == 0) { /* the rows' sums are complete: the scales of this thread's rows b0, b0 + 8 */
+                float *sw = evt_tma_ss + wg * 128;
+                sw[threadIdx.x & 127] = ss;
+                if (wg == 0) asm volatile("bar.sync 1, 128;" ::: "memory"); /* the warpgroup alone */
+                else asm volatile("bar.sync 2, 128;" ::: "memory");
+                const int b0 = wl * 16 + (lane >> 2);
+                const float eps = evt_llm_norm_eps<NORM>(a);
+                sc[0] = evt_llm_rms_scale(sw[b0] + sw[64 + b0], K, eps);
+                sc[1] = evt_llm_rms_scale(sw[b0 + 8] + sw[64 + b0 + 8], K, eps);
+            }
+            const int64_t rw = n0 + (int64_t)p * NT;
+            const int mine = (int)(n1 - rw < NT ? n1 - rw : NT);
+#pragma unroll
+            for (int i = 0; i < NT / 2; i++) {
+                int b = wl * 16 + (lane >> 2) + 8 * ((i >> 1) & 1), c = (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
+                const float f = sc[(i >> 1) & 1];
+                if (b < BH && c < mine) evt_llm_out<MODE>(a, wg * 64 + b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
+            }
+#pragma unroll
+            for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
+            kt = 0;
+            p++;
+        }
+        if (++s == S) {
+            s = 0;
+            par = ~par;
+        }
+    }
+    /* the releases of the last S stages have their waiter too (as the
+       producer's tail above: synccheck reports unwaited phases) */
+    if (warp == EVT_TMA_PRODUCER_WARP && lane == 0)
+        for (int j = J - S; j < J; j++) evt_tma_wait(empty0 + 8 * (j % S), ((phase >> (j % S)) ^ (uint32_t)(j / S)) & 1u);
+    /* the next task's phases (as above) */
+    if (threadIdx.x == 0) {
+        uint32_t flip = 0;
+        for (int u = 0; u < S; u++) flip |= (uint32_t)(((J - 1 - u) / S + 1) & 1) << u;
+        evt_tma_phase = phase ^ flip;
+    }
 }
+#endif
 
 /* Runs the task on this path when its shapes, maps and ring allow (see the
  * header); false: nothing was done, the caller runs the register units.
@@ -477,23 +623,14 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
     const evt_tma_io io = {maps + EVT_TMA_BOXES * a->t[0].tmap, maps + EVT_TMA_BOXES * a->t[1].tmap, maps + EVT_TMA_BOXES * a->t[NW].tmap,
                            ring, a->tma_ring_bytes};
     const int64_t rows = (n1 - n0 + 7) / 8 * 8;
-#ifdef EVT_TMA_TWO_HALVES /* batch 65-128: x's rows [0, 64), then [64, B) with the band again (one call
-                             site for both halves: measured 4% faster at qwen3-8b batch 96 than a site
-                             per half, and 3.2-3.8% slower at batch 48-64 when it was in their kernel) */
-#define EVT_TMA_RUN(NT)                                                                             \
-    for (int bx = 0; bx < B; bx += 64) {                                                           \
-        if (bx) {                                                                                   \
-            evt_tile_sync(); /* the first half's ring phases and shared sums are read */            \
-            if (evt_tma_aborted(a)) return true;                                                    \
-        }                                                                                           \
-        evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1, bx);                                     \
-    }
+#ifdef EVT_TMA_TWO_HALVES
+#define EVT_TMA_RUN(NT) evt_tma_gemv_wide<MODE, NT, EARLY, NORM>(a, io, n0, n1);
 #else
 #define EVT_TMA_RUN(NT) evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1, 0);
 #endif
 #define EVT_TMA_TRY(NT)                                                                             \
     if (rows <= NT || NT == (NW == 2 ? 96 : 128)) {                                                 \
-        if (a->tma_ring_bytes < 2 * (8192u + NW * NT * 128u)) return false;                         \
+        if (a->tma_ring_bytes < 2 * (8192u * EVT_TMA_X_BOXES + NW * NT * 128u)) return false;        \
         EVT_TMA_RUN(NT)                                                                             \
         return true;                                                                                \
     }

@@ -61,10 +61,12 @@
 # The GEMV tiles take the TMA + wgmma path (src/tiles/llm_tma.cuh) where the
 # run reserves a TMA ring (evtc decode: at batch 33-64, and up to 128 for a
 # hidden size of 4096 or more; or --tma-ring) and a task has enough weight
-# rows (batches 17-128: 64 rows x matrices up to 32, 16 from 33; above 64 in
-# two halves of x, 64 rows and the rest, the band streamed twice:
-# uneven-b72-tma with a second half of 8 rows, mid-b100-tma of 36,
-# uneven-b100-tma-tiles33 with o and down at 31 rows): at 33,
+# rows (batches 17-128: 64 rows x matrices up to 32, 16 from 33; above 64
+# x in two boxes, rows [0, 64) and the rest, each multiplied by a warpgroup
+# of its own against one stream of the band: uneven-b72-tma with a second
+# box of 8 rows, mid-b100-tma of 36, uneven-b100-tma-tiles33 with o and
+# down at 31 rows, uneven-b100-fusenorm-tma with each warpgroup summing its
+# box's squares): at 33,
 # 40 and 64 (uneven-b33, -b40-fusenorm, uneven-b64, -b64-attn-rs) the QKV
 # (47 rows), gate + up (93 x 2) and the LM head, with early loads (the weight boxes before warp 0's waits);
 # mid-b40 and its variants: QKV (31 rows) and gate + up (23 x 2);
@@ -174,6 +176,7 @@ run_case uneven-b33 tests/gpu/qwen3-uneven.json 33 40 2
 run_case uneven-b72-tma tests/gpu/qwen3-uneven.json 72 40 2 --tma-ring 98304
 run_case uneven-b100-tma-tiles33 tests/gpu/qwen3-uneven.json 100 20 2 --tiles 33 --tma-ring 98304
 run_case mid-b100-tma tests/gpu/qwen3-mid.json 100 20 2 --tma-ring 98304
+run_case uneven-b100-fusenorm-tma tests/gpu/qwen3-uneven.json 100 20 2 --fuse-norm --tma-ring 98304
 run_case uneven-b64-rows8 tests/gpu/qwen3-uneven.json 64 40 2 --attn-rows 8
 run_case mha-b24 tests/gpu/qwen3-mha.json 24 40 2
 echo "$pass passed, $fail failed"
