@@ -66,7 +66,7 @@
 # of its own against one stream of the band: uneven-b72-tma with a second
 # box of 8 rows, mid-b100-tma of 36, uneven-b100-tma-tiles33 with o and
 # down at 31 rows, uneven-b100-fusenorm-tma with each warpgroup summing its
-# box's squares): at 33,
+# box's squares, uneven-b100-noearly-tma issuing x with the weights): at 33,
 # 40 and 64 (uneven-b33, -b40-fusenorm, uneven-b64, -b64-attn-rs) the QKV
 # (47 rows), gate + up (93 x 2) and the LM head, with early loads (the weight boxes before warp 0's waits);
 # mid-b40 and its variants: QKV (31 rows) and gate + up (23 x 2);
@@ -177,6 +177,7 @@ run_case uneven-b72-tma tests/gpu/qwen3-uneven.json 72 40 2 --tma-ring 98304
 run_case uneven-b100-tma-tiles33 tests/gpu/qwen3-uneven.json 100 20 2 --tiles 33 --tma-ring 98304
 run_case mid-b100-tma tests/gpu/qwen3-mid.json 100 20 2 --tma-ring 98304
 run_case uneven-b100-fusenorm-tma tests/gpu/qwen3-uneven.json 100 20 2 --fuse-norm --tma-ring 98304
+run_case uneven-b100-noearly-tma tests/gpu/qwen3-uneven.json 100 20 2 --no-early-loads --tma-ring 98304
 run_case uneven-b64-rows8 tests/gpu/qwen3-uneven.json 64 40 2 --attn-rows 8
 run_case mha-b24 tests/gpu/qwen3-mha.json 24 40 2
 echo "$pass passed, $fail failed"
