@@ -457,7 +457,9 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
    issues the first S stages as the form above does, then, multiplying too,
    refills a slot between its own stages once both warpgroups released it.
    A separate function so that the batch-17-64 kernel keeps its machine code
-   (the lesson of sessions 33, 37 and 40: code moves cost 1-4%). */
+   (the lesson of sessions 33, 37 and 40: code moves cost 1-4%); the end of
+   a pass repeats the form above's lines for the same reason (a helper
+   shared by both changed that kernel's machine code, readelf, session 41). */
 __device__ __forceinline__ int evt_tma_x_rows(int rows) { return rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 ? 32 : 64; }
 template <int MODE, int NT, bool EARLY, bool NORM>
 __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
