@@ -56,9 +56,8 @@
  * EVT_TMA_MIN_B..EVT_TMA_MAX_B, K % 64 == 0, enough rows, maps for x and the weights
  * (the runtime encodes EVT_TMA_BOXES per bf16 matrix of whole 64-column
  * chunks: src/runtime/tmaps.c), a ring of at least two one-chunk stages
- * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 33-64, to 128 for a hidden size of 4096
- * or more: more shrinks L1 and slows the
- * other tiles, less holds too few stages).
+ * (evt_run_opts.tma_ring; evtc decode reserves 96 KiB at batch 33-128:
+ * more shrinks L1 and slows the other tiles, less holds too few stages).
  * EVT_LLM_NO_TMA (a cuda_defines option) compiles the path out: evtc decode
  * sets it for the program it runs at batch 1-16, which never takes it; the
  * smaller kernel measured 0.3% (qwen3-8b) and 1.3% (qwen3-0.6b) faster per
