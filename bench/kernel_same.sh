@@ -68,7 +68,7 @@ if [ "$(cut -d' ' -f1 "$work/a.sec" | sort)" != "$(cut -d' ' -f1 "$work/b.sec" |
     differs=1
 fi
 while read -r name off size; do
-    read -r _ boff bsize < <(grep "^$name " "$work/b.sec") || continue
+    read -r _ boff bsize < <(awk -v n="$name" '$1 == n' "$work/b.sec") || continue
     tail -c +$((off + 1)) "$work/a.cubin" | head -c "$size" > "$work/sa"
     tail -c +$((boff + 1)) "$work/b.cubin" | head -c "$bsize" > "$work/sb"
     if cmp -s "$work/sa" "$work/sb"; then
