@@ -493,6 +493,104 @@ static void fused_norm_tiles(void **state)
     }
 }
 
+/* Norm partials: linear_res_ss writes what linear_res writes and, through
+   its last tile, each new row's sum of squares; ss_linear / ss_mlp_up over
+   those sums compute what rms_linear / rms_mlp_up compute from the rows. */
+static void norm_partial_tiles(void **state)
+{
+    (void)state;
+    enum { B = 3, K = 64, N = 40, T = 6 };
+    static uint16_t x[B * K], W[N * K], W2[N * K], res[B * N], y0[B * N], y1[B * N], z0[B * K], z1[B * K];
+    static uint16_t Wk[K * N], Wk2[K * N];
+    static float part[B * T], ss[B];
+    int32_t cnt = 0;
+    uint32_t r = 777;
+    for (int i = 0; i < B * K; i++) { r = r * 1664525u + 1013904223u; x[i] = bf((float)(r >> 8) / 16777216.0f * 4 - 2); }
+    for (int i = 0; i < B * N; i++) { r = r * 1664525u + 1013904223u; res[i] = bf((float)(r >> 8) / 16777216.0f * 2 - 1); }
+    for (int i = 0; i < N * K; i++) {
+        r = r * 1664525u + 1013904223u;
+        W[i] = bf((float)(r >> 8) / 16777216.0f * 0.4f - 0.2f);
+        Wk[i] = bf((float)(r & 0xffff) / 65536.0f * 0.4f - 0.2f);
+        Wk2[i] = bf((float)((r >> 3) & 0xffff) / 65536.0f * 0.4f - 0.2f);
+    }
+    (void)W2;
+    memset(y0, 0xff, sizeof y0);
+    memset(y1, 0xff, sizeof y1);
+    for (int i = 0; i < B; i++) ss[i] = NAN; /* every row must be written */
+    for (int k = 0; k < T; k++) {
+        const int nb = (k * 5) % T; /* out of order: the last to finish is not tile T - 1 */
+        evt_task_args a = {0}, s = {0};
+        a.ncoord = s.ncoord = 1;
+        a.coord[0] = s.coord[0] = nb;
+        a.t[0] = s.t[0] = ref(x, 2, B, K, 1, 1);
+        a.t[1] = s.t[1] = ref(W, 2, N, K, 1, 1);
+        a.t[2] = s.t[2] = ref(res, 2, B, N, 1, 1);
+        a.t[3] = ref(y0, 2, B, N, 1, 1);
+        s.t[3] = ref(y1, 2, B, N, 1, 1);
+        s.t[4] = ref(part, 2, B, T, 1, 1);
+        s.t[5] = ref(ss, 1, B, 1, 1, 1);
+        s.t[6] = ref(&cnt, 1, 1, 1, 1, 1);
+        a.iarg[0] = s.iarg[0] = T;
+        evt_tile_linear_res(&a);
+        evt_tile_linear_res_ss(&s);
+        assert_int_equal(cnt, k + 1 == T ? 0 : k + 1); /* the last tile sets the count back */
+    }
+    assert_memory_equal(y0, y1, sizeof y0);
+    for (int b = 0; b < B; b++) {
+        double want = 0;
+        for (int n = 0; n < N; n++) want += (double)evt_bf16_to_f32(y0[b * N + n]) * evt_bf16_to_f32(y0[b * N + n]);
+        near(ss[b], want, want * 1e-3, "row sum of squares");
+    }
+    /* the consumers: the rows y0 (K = N here: a matrix of N columns) */
+    for (int mlp = 0; mlp < 2; mlp++) {
+        memset(z0, 0xff, sizeof z0);
+        memset(z1, 0xff, sizeof z1);
+        for (int nb = 0; nb < 4; nb++) {
+            evt_task_args f = {0}, q = {0};
+            f.ncoord = q.ncoord = 1;
+            f.coord[0] = q.coord[0] = nb;
+            f.t[0] = q.t[0] = ref(y0, 2, B, N, 1, 1);
+            f.t[1] = q.t[1] = ref(Wk, 2, K, N, 1, 1);
+            if (mlp) {
+                f.t[2] = q.t[2] = ref(Wk2, 2, K, N, 1, 1);
+                f.t[3] = ref(z0, 2, B, K, 1, 1);
+                q.t[3] = ref(z1, 2, B, K, 1, 1);
+                q.t[4] = ref(ss, 1, B, 1, 1, 1);
+            } else {
+                f.t[2] = ref(z0, 2, B, K, 1, 1);
+                q.t[2] = ref(z1, 2, B, K, 1, 1);
+                q.t[3] = ref(ss, 1, B, 1, 1, 1);
+            }
+            f.iarg[0] = q.iarg[0] = 4;
+            f.iarg[1] = q.iarg[1] = 1000000;
+            if (mlp) { evt_tile_rms_mlp_up(&f); evt_tile_ss_mlp_up(&q); }
+            else { evt_tile_rms_linear(&f); evt_tile_ss_linear(&q); }
+        }
+        for (int i = 0; i < B * K; i++) {
+            float u = evt_bf16_to_f32(z0[i]), v = evt_bf16_to_f32(z1[i]);
+            assert_false(isnan(u) || isnan(v));
+            near(v, u, 1.0, mlp ? "ss_mlp_up" : "ss_linear");
+        }
+    }
+    /* partials of the wrong shape: NaN sums, never a silent result */
+    cnt = 0;
+    for (int nb = 0; nb < T; nb++) {
+        evt_task_args s = {0};
+        s.ncoord = 1;
+        s.coord[0] = nb;
+        s.t[0] = ref(x, 2, B, K, 1, 1);
+        s.t[1] = ref(W, 2, N, K, 1, 1);
+        s.t[2] = ref(res, 2, B, N, 1, 1);
+        s.t[3] = ref(y1, 2, B, N, 1, 1);
+        s.t[4] = ref(part, 2, B, T - 1, 1, 1);
+        s.t[5] = ref(ss, 1, B, 1, 1, 1);
+        s.t[6] = ref(&cnt, 1, 1, 1, 1, 1);
+        s.iarg[0] = T;
+        evt_tile_linear_res_ss(&s);
+    }
+    for (int b = 0; b < B; b++) assert_true(isnan(ss[b]));
+}
+
 static void config_and_program(void **state)
 {
     (void)state;
@@ -586,6 +684,27 @@ static void config_and_program(void **state)
     assert_non_null(strstr(text, "tensor l1_in_norm : bf16[64] weight = const(1)\n"));
     assert_non_null(strstr(text, "tensor l1_post_norm : bf16[64] weight = const(1)\n"));
     free(text);
+    /* norm partials: layer 0's input norm a call, the others from the sums
+       of squares the O and down tiles leave; the same weights as the calls */
+    o.norm_partials = 1;
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "call l0_n1 = rmsnorm(x0, l0_in_norm, l0_h, 1000000) over (b) in [B] {"));
+    assert_non_null(strstr(text, "call l0_qkvproj = linear(l0_h, l0_wqkv, l0_qkv, 128) over (nb) in [128] {\n    wait e0_H[0]\n"));
+    assert_null(strstr(text, "call l1_n1 ="));
+    assert_null(strstr(text, "call l0_n2 ="));
+    assert_null(strstr(text, "event e0_H2["));
+    assert_null(strstr(text, "event e1_H["));
+    assert_non_null(strstr(text, "call l1_qkvproj = ss_linear(x1, l1_wqkv, l1_qkv, x1_ss, 128, 1000000) over (nb) in [128] {\n"
+                                 "    wait e1_X[0]\n"));
+    assert_non_null(strstr(text, "call l0_oproj = linear_res_ss(l0_o, l0_wo, x0, l0_xa, l0_po, l0_sxa, l0_co, 64) over (nb) in [64] {"));
+    assert_non_null(strstr(text, "call l1_up = ss_mlp_up(l1_xa, l1_wg, l1_wu, l1_a, l1_sxa, "));
+    assert_non_null(strstr(text, "call l0_dn = linear_res_ss(l0_a, l0_wd, l0_xa, x1, l0_pd, x1_ss, l0_cd, 64) over (nb) in [64] {"));
+    assert_non_null(strstr(text, "call l1_dn = linear_res(l1_a, l1_wd, l1_xa, x2, 64) over (nb) in [64] {")); /* the last: a final norm call */
+    assert_non_null(strstr(text, "tensor l0_po : f32[B, 64] scratch\ntensor l0_co : i32[1] scratch = zeros\n"));
+    assert_non_null(strstr(text, "tensor l1_in_norm : bf16[64] weight = const(1)\n")); /* declared, so no tensor id moves */
+    assert_non_null(strstr(text, "call final = rmsnorm(x2, final_norm, hf, "));
+    free(text);
+    o.norm_partials = 0;
     o.fold_norms = 0;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "tensor l1_in_norm : bf16[64] weight = random("));
@@ -868,6 +987,61 @@ static void tiny_decode(void **state)
         assert_int_equal(r.check_failed, 0);
         evt_diag_free(&d);
     }
+    /* norm partials: checked against the sequential reference, every
+       schedule bitwise the static one's, and the same model as the norm
+       calls (both over the folded weights) to bf16 rounding: the same next
+       tokens, logits within 2e-2 */
+    {
+        char dir[2][48];
+        for (int form = 0; form < 2; form++) {
+            snprintf(dir[form], sizeof dir[form], "/tmp/evt_test_partials_%d_%d", (int)getpid(), form);
+            evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 20, .ctx = 19, .steps = 2,
+                                 .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1, .nalso = 4,
+                                 .also = {EVT_SCHED_KBK, EVT_SCHED_UNFUSED, EVT_SCHED_DYNAMIC, EVT_SCHED_HYBRID}};
+            o.run.workers = 4;
+            o.norms = form ? EVT_NORMS_PARTIALS : EVT_NORMS_CALLS;
+            o.dump_dir = dir[form];
+            evt_decode_result r;
+            evt_diag d;
+            evt_diag_init(&d, "decode");
+            if (evt_decode(&o, &r, &d)) fail_msg("norms form %d: %s", form, d.text);
+            assert_int_equal(r.steps_checked, 2);
+            assert_int_equal(r.check_failed, 0);
+            for (int k = 0; k < 4; k++)
+                if (r.also_logit_err[k] != 0 || r.also_next_diff[k] != 0)
+                    fail_msg("norms form %d, %s: logits differ by %g", form, evt_sched_name(o.also[k]), r.also_logit_err[k]);
+            evt_diag_free(&d);
+        }
+        size_t n[2][2] = {{0}};
+        void *buf[2][2] = {{0}};
+        static const char *files[2] = {"step0_logits.bin", "step0_next.bin"};
+        for (int form = 0; form < 2; form++)
+            for (int f = 0; f < 2; f++) {
+                char path[128];
+                snprintf(path, sizeof path, "%s/%s", dir[form], files[f]);
+                FILE *fp = fopen(path, "rb");
+                assert_non_null(fp);
+                buf[form][f] = malloc(1 << 22);
+                n[form][f] = fread(buf[form][f], 1, 1 << 22, fp);
+                fclose(fp);
+            }
+        assert_true(n[0][0] == n[1][0] && n[0][0] > 0 && n[0][1] == n[1][1] && n[0][1] > 0);
+        assert_memory_equal(buf[0][1], buf[1][1], n[0][1]); /* the same next tokens */
+        const uint16_t *l0 = buf[0][0], *l1 = buf[1][0];
+        double err = 0, scale = 0;
+        for (size_t i = 0; i < n[0][0] / 2; i++) {
+            double u = evt_bf16_to_f32(l0[i]), v = evt_bf16_to_f32(l1[i]);
+            err = fmax(err, fabs(u - v));
+            scale = fmax(scale, fabs(u));
+        }
+        if (!(scale > 0 && err / scale < 2e-2)) fail_msg("partials vs calls: logits within %g", scale > 0 ? err / scale : -1.0);
+        for (int form = 0; form < 2; form++) {
+            for (int f = 0; f < 2; f++) free(buf[form][f]);
+            char cmd[160];
+            snprintf(cmd, sizeof cmd, "rm -rf %s", dir[form]);
+            assert_int_equal(system(cmd), 0);
+        }
+    }
     /* the same step kernel by kernel, in a graph, unfused and dynamic: the
        same tiles in another order give bitwise the same logits on the CPU;
        also with one split per request (the attention writes o, no merges) */
@@ -970,6 +1144,7 @@ int main(void)
         cmocka_unit_test(rope_initializer),
         cmocka_unit_test(argmax_ties),
         cmocka_unit_test(fused_norm_tiles),
+        cmocka_unit_test(norm_partial_tiles),
         cmocka_unit_test(config_and_program),
         cmocka_unit_test(reduction_tasks),
         cmocka_unit_test(check_tolerance),

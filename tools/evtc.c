@@ -68,9 +68,11 @@ static int usage(const char *msg)
             "                                      one wave, 1 up to batch 16; 1: one request a task, the ablation)\n"
             "                [--row-events]       (ablation: per-row events between row and tile calls)\n"
             "                [--split-rope]       (ablation: q/k norm + RoPE as calls of their own before attention)\n"
-            "                [--norms auto|fused|calls|unfolded]  (auto: the norms' weights folded into the matrices, the\n"
-            "                                     norms inside the QKV and gate/up tiles up to batch 16, calls above; fused,\n"
-            "                                     calls: either form at every batch; unfolded: calls with their own weights)\n"
+            "                [--norms auto|fused|calls|unfolded|partials]  (auto: the norms' weights folded into the\n"
+            "                                     matrices, the norms inside the QKV and gate/up tiles up to batch 16, calls\n"
+            "                                     above; fused, calls: either form at every batch; unfolded: calls with their\n"
+            "                                     own weights; partials: from the sums of squares the O and down tiles\n"
+            "                                     leave, opt-in, measured slower: docs/models.md)\n"
             "                [--fuse-norm]        (= --norms fused)\n"
             "                [--qkv-per-head]     (attention waits for the QKV heads it reads, not the whole projection)\n"
             "                [--argmax-per-tile]  (ablation: one argmax task per row and LM-head tile)\n"
@@ -161,10 +163,10 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--fuse-norm")) c->norms = EVT_NORMS_FUSED;
         else if (!strcmp(a, "--norms")) {
             NEED();
-            static const char *names[] = {"auto", "fused", "calls", "unfolded"};
+            static const char *names[] = {"auto", "fused", "calls", "unfolded", "partials"}; /* evt_decode_norms order */
             int k = 0;
-            while (k < 4 && strcmp(v, names[k])) k++;
-            if (k == 4) { fprintf(stderr, "evtc: --norms %s: expected auto, fused, calls or unfolded\n", v); return 2; }
+            while (k < 5 && strcmp(v, names[k])) k++;
+            if (k == 5) { fprintf(stderr, "evtc: --norms %s: expected auto, fused, calls, unfolded or partials\n", v); return 2; }
             c->norms = k;
         }
         else if (!strcmp(a, "--prefetch")) c->prefetch = 1;

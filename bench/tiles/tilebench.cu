@@ -385,6 +385,11 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
        into W; not added to the step estimate: it replaces rmsnorm + linear) */
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {nqkv, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, nqkv}, 1, 0, 0);
     r = run_op<rms_linear_cuda>("qkv rms_linear", evt_tile_rms_linear, ts, {T_qkv, eps}, {T_qkv}, 12, 1e-2); tally(r); free_all(ts);
+    /* ... and with the rows' sums of squares given (ss_linear: norm partials, what linear_res_ss leaves;
+       x uniform in [-2, 2]: sums near 4/3 H) */
+    mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {nqkv, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, nqkv}, 1, 0, 0);
+    mk(ts, "ss", F32, {B}, 0, 1.1f * H, 1.6f * H);
+    r = run_op<ss_linear_cuda>("qkv ss_linear", evt_tile_ss_linear, ts, {T_qkv, eps}, {T_qkv}, 12, 1e-2); tally(r); free_all(ts);
     /* q_rope, k_rope_append */
     mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wq", BF16, {hd}, 0, 0.8f, 1.2f); mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
     mk(ts, "q", BF16, {B, nh, hd}, 1, 0, 0);
@@ -452,6 +457,11 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     mk(ts, "x", BF16, {B, nh * hd}, 0, -2, 2); mk(ts, "W", BF16, {H, nh * hd}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);
     mk(ts, "y", BF16, {B, H}, 1, 0, 0);
     r = run_op<linear_res_cuda>("o linear_res", evt_tile_linear_res, ts, {T_o}, {T_o}, 24, 1e-2); tally(r); layer_us += r.us; free_all(ts);
+    /* ... leaving the new rows' sums of squares (linear_res_ss: every task checked, the last one sums) */
+    mk(ts, "x", BF16, {B, nh * hd}, 0, -2, 2); mk(ts, "W", BF16, {H, nh * hd}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);
+    mk(ts, "y", BF16, {B, H}, 1, 0, 0); mk(ts, "part", F32, {B, T_o}, 1, 0, 0); mk(ts, "ss", F32, {B}, 1, 0, 0);
+    mk(ts, "cnt", I32, {1}, 2, 0, 0); /* 0 before and after every launch */
+    r = run_op<linear_res_ss_cuda>("o linear_res_ss", evt_tile_linear_res_ss, ts, {T_o}, {T_o}, 0, 1e-2); tally(r); free_all(ts);
     /* mlp */
     a = sqrtf(3.0f / H);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "Wg", BF16, {I, H}, 0, -a, a, true); mk(ts, "Wu", BF16, {I, H}, 0, -a, a, true);
@@ -460,6 +470,9 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "Wg", BF16, {I, H}, 0, -a, a, true); mk(ts, "Wu", BF16, {I, H}, 0, -a, a, true);
     mk(ts, "a", BF16, {B, I}, 1, 0, 0);
     r = run_op<rms_mlp_up_cuda>("rms_mlp_up", evt_tile_rms_mlp_up, ts, {T_up, eps}, {T_up}, 16, 1e-2); tally(r); free_all(ts);
+    mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "Wg", BF16, {I, H}, 0, -a, a, true); mk(ts, "Wu", BF16, {I, H}, 0, -a, a, true);
+    mk(ts, "a", BF16, {B, I}, 1, 0, 0); mk(ts, "ss", F32, {B}, 0, 1.1f * H, 1.6f * H);
+    r = run_op<ss_mlp_up_cuda>("ss_mlp_up", evt_tile_ss_mlp_up, ts, {T_up, eps}, {T_up}, 16, 1e-2); tally(r); free_all(ts);
     a = sqrtf(3.0f / I);
     mk(ts, "x", BF16, {B, I}, 0, -1, 1); mk(ts, "W", BF16, {H, I}, 0, -a, a, true); mk(ts, "r", BF16, {B, H}, 0, -2, 2);
     mk(ts, "y", BF16, {B, H}, 1, 0, 0);

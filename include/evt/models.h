@@ -60,6 +60,13 @@ typedef struct evt_qwen3_opts {
                               (rms_linear / rms_mlp_up) instead of rmsnorm calls of their own: two
                               handoffs fewer a layer; implies fold_norms (evt_decode's default at batch
                               <= EVT_DECODE_FUSE_NORM_MAX_BATCH; bench/RESULTS.md session 30) */
+    int norm_partials;     /* without fuse_norm: the O and down tiles also leave the new residual rows'
+                              sums of squares (linear_res_ss) and the QKV and gate/up tiles scale by
+                              them (ss_linear, ss_mlp_up), so no norm call runs after layer 0's input
+                              norm: two stages and handoffs fewer a layer with no tile summing all of
+                              x (what made fuse_norm lose above batch 16); needs fold_norms. Measured
+                              3.1-3.8% slower at batch 32-100 on an H200 (the producers' tail: 3-7 us
+                              a tile; bench/RESULTS.md session 42), hence opt-in (`--norms partials`) */
     int fold_norms;        /* those two norms' weights folded into the matrices after them (QKV: W diag(wn),
                               gate and up likewise; a checkpoint loader folds them once): the model's
                               other tensors keep their seeds and shapes; without fuse_norm the norm
@@ -118,9 +125,12 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
    17-48, the wide units and the TMA path summing x per unit or per stage;
    bench/RESULTS.md sessions 30-31), so one set of weights serves both
    programs; FUSED and CALLS force either form over the folded weights;
-   UNFOLDED is the classic model (norm calls with their own weights). */
+   UNFOLDED is the classic model (norm calls with their own weights);
+   PARTIALS computes the norms after layer 0's from the sums of squares the
+   residual's producers leave (evt_qwen3_opts.norm_partials), over the folded
+   weights: opt-in, measured 3.1-3.8% slower than CALLS (session 42). */
 #define EVT_DECODE_FUSE_NORM_MAX_BATCH 16
-typedef enum evt_decode_norms { EVT_NORMS_AUTO, EVT_NORMS_FUSED, EVT_NORMS_CALLS, EVT_NORMS_UNFOLDED } evt_decode_norms;
+typedef enum evt_decode_norms { EVT_NORMS_AUTO, EVT_NORMS_FUSED, EVT_NORMS_CALLS, EVT_NORMS_UNFOLDED, EVT_NORMS_PARTIALS } evt_decode_norms;
 /* Whether evt_decode fuses the norms at this batch (and folds their weights:
    *fold) under `norms`. */
 int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold);

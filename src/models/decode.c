@@ -183,6 +183,7 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
     evt_qwen3_opts bo = o->build;
     bo.fuse_norm = evt_decode_fuse_norm(o->batch, o->norms, &bo.fold_norms);
+    bo.norm_partials = o->norms == EVT_NORMS_PARTIALS;
     /* the batch-1-16 program: one request per attention task (its kernel
        leaves the run loop out: evt_decode_cuda_defines) */
     if (!bo.attn_rows && small_batch_program(o->batch, o->norms)) bo.attn_rows = 1;

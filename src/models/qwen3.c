@@ -36,6 +36,12 @@
  * matrices (`fold_norms`, implied), so a tile only scales its dot products
  * by rsqrt(mean(x^2) + eps); without fuse_norm, fold_norms gives the norm
  * calls unit weights over the same matrices. The final norm stays a call.)
+ * (`norm_partials`, without fuse_norm: oproj and dn are linear_res_ss, which
+ * also leave each new residual row's sum of squares (partials per tile in
+ * l{i}_po / l{i}_pd, summed by the call's last tile to finish, counted in
+ * l{i}_co / l{i}_cd, into l{i}_sxa / x{i+1}_ss), and qkvproj and up are ss_linear / ss_mlp_up, which
+ * scale by them: no n1 / n2 after layer 0's n1, whose input comes from the
+ * embedding; the last dn stays linear_res, the final norm a call.)
  * (`split_rope`, an ablation: q_rope over (b, h) and k_rope_append over
  * (b, g) as their own calls, notifying Q_i[b, h] and KV_i[b, g], which
  * attn_split waits on, notifying P_i[b, h / G]: one more handoff per layer.)
@@ -292,16 +298,23 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* activations */
     for (int64_t l = 0; l <= L; l++) P("tensor x%lld : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
     const int SN = !op.fuse_norm;
+    const int PN = SN && op.norm_partials; /* norm partials: n1 at layer 0 only, no n2 */
     const char *PF = op.prefetch ? " prefetch" : ""; /* GEMV weights pulled (or streamed) ahead of the inputs; the attention's first cache loads (early loads) */
     for (int64_t l = 0; l < L; l++) {
-        if (SN) P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+        if (SN && (!PN || l == 0)) P("tensor l%lld_h : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
         P("tensor l%lld_qkv : bf16[B, %lld] scratch\n", (long long)l, (long long)nqkv);
         if (op.split_rope) P("tensor l%lld_q : bf16[B, %lld, %lld] scratch\n", (long long)l, (long long)nh, (long long)hd);
         P("tensor l%lld_part : f32[B, %lld, %s, %lld] scratch\n", (long long)l, (long long)nh, Sx, (long long)(hd + 2));
         P("tensor l%lld_o : bf16[B, %lld] scratch\n", (long long)l, (long long)(nh * hd));
         if (!op.split_rope) P("tensor l%lld_pc : i32[B, %s] scratch = zeros\n", (long long)l, MGx);
         P("tensor l%lld_xa : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
-        if (SN) P("tensor l%lld_h2 : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+        if (SN && !PN) P("tensor l%lld_h2 : bf16[B, %lld] scratch\n", (long long)l, (long long)H);
+        /* norm partials: each producer call's partials and count, and the sums */
+        if (PN) P("tensor l%lld_po : f32[B, %lld] scratch\ntensor l%lld_co : i32[1] scratch = zeros\ntensor l%lld_sxa : f32[B] scratch\n",
+                  (long long)l, (long long)T_o, (long long)l, (long long)l);
+        if (PN && l + 1 < L)
+            P("tensor l%lld_pd : f32[B, %lld] scratch\ntensor l%lld_cd : i32[1] scratch = zeros\ntensor x%lld_ss : f32[B] scratch\n",
+              (long long)l, (long long)T_dn, (long long)l, (long long)l + 1);
         P("tensor l%lld_a : bf16[B, %lld] scratch\n", (long long)l, (long long)I);
     }
     P("tensor hf : bf16[B, %lld] scratch\n", (long long)H);
@@ -325,12 +338,12 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* event names carry the layer as a prefix (e12_QKV): no name is another's prefix-extension */
     for (int64_t l = 0; l <= L; l++) P("event e%lld_X[%s]\n", (long long)l, EV);
     for (int64_t l = 0; l < L; l++) {
-        if (SN) P("event e%lld_H[%s]\n", (long long)l, EV);
+        if (SN && (!PN || l == 0)) P("event e%lld_H[%s]\n", (long long)l, EV);
         P("event e%lld_QKV[%lld]\n", (long long)l, (long long)(op.qkv_per_head ? nh + 2 * nkv : 1));
         if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
         if (!last) P("event e%lld_P[B, %s]\n", (long long)l, MGx);
         P("event e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)l, EV, (long long)l);
-        if (SN) P("event e%lld_H2[%s]\n", (long long)l, EV);
+        if (SN && !PN) P("event e%lld_H2[%s]\n", (long long)l, EV);
     }
     P("event HF[%s]\n", EV);
     P("event LM[%lld]\nevent AP[B]\n\n", (long long)(op.argmax_per_tile ? NC : 1));
@@ -338,7 +351,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     P("call embed_tok = embed(tok, embed, x0) over (b) in [B] {\n    notify e0_X[%s]\n}\n", RW);
     for (int64_t l = 0; l < L; l++) {
         long long i = (long long)l;
-        if (SN)
+        const int n1 = SN && (!PN || l == 0); /* layer l's input norm is a call */
+        if (n1)
             P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n",
               i, i, i, i, eps, i, RW, i, RW);
         /* QKV waits: the whole projection, or (qkv_per_head) the heads a task reads */
@@ -357,9 +371,12 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             snprintf(wv_g, sizeof wv_g, "\n    wait e%lld_QKV[%lld + g]", i, (long long)(nh + nkv));
             snprintf(wq_grp, sizeof wq_grp, "wait e%lld_QKV[g * %lld + f] for f in [%lld]\n    %s", i, (long long)G, (long long)G, wk_g);
         }
-        if (SN)
+        if (n1)
             P("call l%lld_qkvproj = linear(l%lld_h, l%lld_wqkv, l%lld_qkv, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_H%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, (long long)T_qkv, PF, i, AW, qn);
+        else if (PN) /* the input norm from the sums of squares the last dn left */
+            P("call l%lld_qkvproj = ss_linear(x%lld, l%lld_wqkv, l%lld_qkv, x%lld_ss, %lld, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, PF, i, AW, qn);
         else /* the input norm inside every tile */
             P("call l%lld_qkvproj = rms_linear(x%lld, l%lld_wqkv, l%lld_qkv, %lld, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, PF, i, AW, qn);
@@ -387,9 +404,16 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (!last)
             P("call l%lld_am = attn_merge_group(l%lld_part, l%lld_o, %lld / %s) over (b, g) in [B, %s] {\n    wait e%lld_P[b, g]\n"
               "    notify e%lld_AT[0]\n}\n", i, i, i, (long long)nh, MGx, MGTx, i, i);
-        P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld]%s {\n"
-          "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
-        if (SN) {
+        if (PN)
+            P("call l%lld_oproj = linear_res_ss(l%lld_o, l%lld_wo, x%lld, l%lld_xa, l%lld_po, l%lld_sxa, l%lld_co, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
+        else
+            P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
+        if (PN) {
+            P("call l%lld_up = ss_mlp_up(l%lld_xa, l%lld_wg, l%lld_wu, l%lld_a, l%lld_sxa, %lld, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_XA%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, i, (long long)T_up, eps, (long long)T_up, PF, i, AW, i);
+        } else if (SN) {
             P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n",
               i, i, i, i, eps, i, RW, i, RW);
             P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld]%s {\n"
@@ -398,8 +422,12 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("call l%lld_up = rms_mlp_up(l%lld_xa, l%lld_wg, l%lld_wu, l%lld_a, %lld, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_XA%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, eps, (long long)T_up, PF, i, AW, i);
         }
-        P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld]%s {\n"
-          "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, PF, i, i + 1, AW);
+        if (PN && l + 1 < L)
+            P("call l%lld_dn = linear_res_ss(l%lld_a, l%lld_wd, l%lld_xa, x%lld, l%lld_pd, x%lld_ss, l%lld_cd, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, i, i + 1, i, (long long)T_dn, (long long)T_dn, PF, i, i + 1, AW);
+        else
+            P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld]%s {\n"
+              "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, PF, i, i + 1, AW);
     }
     const char *lm_elem = op.argmax_per_tile ? "nb" : "0", *amax_elem = op.argmax_per_tile ? "c" : "0"; /* LM[...] */
     /* the final norm stays a call with fused norms too: with tied embeddings

@@ -20,6 +20,17 @@
  *       the dot product: y = s[b] * (x W^T) (the unfused form rounds
  *       x * s * wn to bf16 and W0 stays apart; the two agree to bf16
  *       rounding)
+ *   linear_res_ss(x[B, K], W[N, K], r[B, N], y[B, N], part[B, T], ss[B], cnt[1], T)  over (nb)
+ *       linear_res, and the new rows' sums of squares: part[b, nb] = the sum of
+ *       y[b, n]^2 (as stored, bf16) over the tile's columns; the tile that
+ *       finishes last (an acq_rel fetch-add on cnt, which it sets back to 0:
+ *       `= zeros`) adds each row's T partials in order into ss[b]
+ *   ss_linear(x[B, K], W[N, K], y[B, N], ss[B], T, eps_e12)          over (nb)
+ *   ss_mlp_up(x[B, K], Wg[I, K], Wu[I, K], a[B, I], ss[B], T, eps_e12) over (nb)
+ *       rms_linear / rms_mlp_up with s[b] = rsqrt(ss[b] / K + eps): the row's
+ *       sum of squares from linear_res_ss, not from x (norm partials: no norm
+ *       task, and no tile summing all of x, which is what made fused norms
+ *       lose above batch 16)
  *   q_rope(qkv[B, Nqkv], wq[hd], pos[B], q[B, nh, hd], eps_e12, theta)   over (b, h)
  *       per-head RMSNorm of q head h, then rotate-half RoPE at position pos[b]
  *   k_rope_append(qkv, wk[hd], pos[B], bt[B, MP], kc[NP, PS, nkv, hd], vc[...], nh, eps_e12, theta)
@@ -149,6 +160,35 @@ void evt_tile_linear_res(const evt_task_args *a)
         for (int64_t b = 0; b < B; b++) st(y, b * N + n, ld(r, b * N + n) + dot(x + b * K, W + n * K, K));
 }
 
+/* linear_res that also leaves the new rows' sums of squares: each tile
+ * writes the sum of y[b, n]^2 (as stored, bf16) over its columns to
+ * part[b, nb]; the tile that finishes last (counted in cnt by an acq_rel
+ * fetch-add, set back to 0 for the next launch) adds each row's T partials
+ * in order into ss[b]. The norm after it (ss_linear / ss_mlp_up) then needs
+ * neither a task of its own nor a pass over x. */
+void evt_tile_linear_res_ss(const evt_task_args *a)
+{
+    evt_tile_linear_res(a);
+    const bf16 *y = a->t[3].ptr;
+    float *part = a->t[4].ptr, *ss = a->t[5].ptr;
+    int32_t *cnt = a->t[6].ptr;
+    int64_t B = a->t[0].dim[0], N = a->t[1].dim[0], T = a->iarg[0], nb = a->coord[0], n0, n1;
+    tile_rows(nb, T, N, &n0, &n1);
+    const int shapes = a->t[4].dim[1] == T && a->t[4].dim[0] == B && a->t[5].dim[0] == B; /* else NaN sums, never a silent result */
+    for (int64_t b = 0; b < B && shapes; b++) {
+        float s = 0;
+        for (int64_t n = n0; n < n1; n++) { float v = ld(y, b * N + n); s += v * v; }
+        part[b * T + nb] = s;
+    }
+    if (__atomic_fetch_add(cnt, 1, __ATOMIC_ACQ_REL) + 1 != T) return;
+    __atomic_store_n(cnt, 0, __ATOMIC_RELAXED); /* every tile counted: ready for the next launch */
+    for (int64_t b = 0; b < a->t[5].dim[0]; b++) {
+        float q = shapes ? 0.f : NAN;
+        for (int64_t p = 0; p < T && shapes; p++) q += part[b * T + p];
+        ss[b] = q;
+    }
+}
+
 void evt_tile_mlp_up(const evt_task_args *a)
 {
     const bf16 *x = a->t[0].ptr, *Wg = a->t[1].ptr, *Wu = a->t[2].ptr;
@@ -180,6 +220,28 @@ static void rms_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, bf16
         }
     }
 }
+
+/* rms_rows with the row scales from the rows' sums of squares ss[b] that
+ * linear_res_ss left: s[b] = rsqrt(ss[b] / K + eps) */
+static void ss_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, bf16 *y, const evt_tensor_ref *ss)
+{
+    const bf16 *x = a->t[0].ptr;
+    const float *q = ss->ptr;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
+    for (int64_t b = 0; b < B && n0 < n1; b++) {
+        float s = b < ss->dim[0] ? 1.0f / sqrtf(q[b] / (float)K + (float)a->iarg[1] * 1e-12f) : NAN;
+        for (int64_t n = n0; n < n1; n++) {
+            float g = dot(x + b * K, W + n * K, K) * s;
+            if (!W2) { st(y, b * N + n, g); continue; }
+            float u = dot(x + b * K, W2 + n * K, K) * s;
+            st(y, b * N + n, g / (1.0f + expf(-g)) * u);
+        }
+    }
+}
+
+void evt_tile_ss_linear(const evt_task_args *a) { ss_rows(a, a->t[1].ptr, NULL, a->t[2].ptr, &a->t[3]); }
+void evt_tile_ss_mlp_up(const evt_task_args *a) { ss_rows(a, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, &a->t[4]); }
 
 void evt_tile_rms_linear(const evt_task_args *a)
 {

@@ -27,6 +27,12 @@
  *       they load anyway, the TMA path's consumers those of each stage's x
  *       box while its wgmmas run (no pass over x of their own, so the first
  *       weight loads still go out before the waits).
+ *   linear_res_ss / ss_linear / ss_mlp_up (norm partials, above batch 16):
+ *       linear_res that also leaves the new rows' sums of squares (each
+ *       tile's partials read back from its outputs, the last tile to finish
+ *       summing them per row into ss), and the plain GEMVs scaled in the
+ *       epilogue by rsqrt(ss[b] / K + eps): no norm task and no tile summing
+ *       all of x.
  *   *_prefetch_cuda: run by the worker's leader alone before its waits:
  *       cp.async.bulk.prefetch.L2 of (at most the first EVT_LLM_PREFETCH_CAP
  *       bytes of) the task's weight rows, one contiguous range of W (a call
@@ -285,12 +291,104 @@ __device__ __noinline__ void mlp_up_early_cuda(const evt_task_args *a) { evt_llm
 __device__ __noinline__ void rms_linear_early_cuda(const evt_task_args *a) { evt_llm_gemv<0, true, true>(a); }
 __device__ __noinline__ void rms_mlp_up_early_cuda(const evt_task_args *a) { evt_llm_gemv<2, true, true>(a); }
 
+/* linear_res_ss (llm.c): linear_res, then the tile's partial sums of
+   squares of the rows it wrote (read back from y: every GEMV path writes
+   its outputs its own way), and the last tile of the call to finish (an
+   atomic count in cnt, set back to 0) sums every row's partials in a fixed
+   order into ss. The partials of other SMs are read from L2 (ld.cg): this
+   SM's L1 may hold an earlier launch's. */
+template <bool EARLY>
+__device__ __forceinline__ void evt_llm_linear_res_ss(const evt_task_args *a)
+{
+    evt_llm_gemv<1, false, EARLY>(a);
+    evt_tile_sync_any(); /* the GEMV's stores (its paths leave at different points) */
+    const evt_bf16 *y = (const evt_bf16 *)a->t[3].ptr;
+    float *part = (float *)a->t[4].ptr, *ss = (float *)a->t[5].ptr;
+    int32_t *cnt = (int32_t *)a->t[6].ptr;
+    const int64_t B = a->t[0].dim[0], N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nb = a->coord[0];
+    int64_t n0, n1;
+    evt_llm_tile_rows(nb, a->iarg[0], N, &n0, &n1);
+    const bool shapes = a->t[4].dim[1] == T && a->t[4].dim[0] == B && a->t[5].dim[0] == B; /* else NaN sums (as llm.c) */
+    const int warp = threadIdx.x >> 5, nw = evt_tile_threads() >> 5, lane = threadIdx.x & 31;
+    /* a warp's rows 8 at a time, their loads issued together (a row at a
+       time paid an L2 round trip per row) */
+    constexpr int RB = 8;
+    for (int64_t b0 = warp; shapes && b0 < B; b0 += RB * nw) {
+        float s[RB];
+#pragma unroll
+        for (int i = 0; i < RB; i++) s[i] = 0.f;
+        for (int64_t n = n0 + lane; n < n1; n += 32) {
+            float v[RB];
+#pragma unroll
+            for (int i = 0; i < RB; i++) v[i] = b0 + i * nw < B ? evt_llm_ld(y, (b0 + i * nw) * N + n) : 0.f;
+#pragma unroll
+            for (int i = 0; i < RB; i++) s[i] += v[i] * v[i];
+        }
+#pragma unroll
+        for (int i = 0; i < RB; i++) {
+            for (int o = 16; o > 0; o >>= 1) s[i] += __shfl_xor_sync(0xffffffffu, s[i], o);
+            if (lane == 0 && b0 + i * nw < B) part[(b0 + i * nw) * T + nb] = s[i];
+        }
+    }
+    /* the leader's acq_rel fetch-add after the block barrier releases this
+       tile's partials and, in the last tile, acquires the others' (as
+       merge_last; __threadfence in every thread instead cost ~4 us a tile
+       and ~10 us a call at qwen3-8b batch 64, bench/RESULTS.md session 42) */
+    int *last = (int *)evt_llm_smem; /* the scratch is free after the GEMV */
+    evt_tile_sync_any();
+    if (threadIdx.x == 0) {
+        *last = evt_add_acq_rel(cnt, 1) + 1 == (int)T;
+        if (*last) *cnt = 0; /* every tile counted: ready for the next launch */
+    }
+    evt_tile_sync_any();
+    const bool fin = *last != 0;
+    evt_tile_sync_any(); /* the scratch is the next task's */
+    if (!fin) return;
+    /* each row's T partials in a fixed order (lane-wise, then the butterfly):
+       a warp's rows 4 at a time with up to 8 chunks of 32 partials each in
+       flight */
+    constexpr int QB = 4, QC = 8;
+    const int64_t Bs = a->t[5].dim[0];
+    for (int64_t b0 = warp; b0 < Bs; b0 += QB * nw) {
+        float q[QB];
+#pragma unroll
+        for (int i = 0; i < QB; i++) q[i] = 0.f;
+        for (int64_t c0 = 0; shapes && c0 < T; c0 += 32 * QC) {
+            float v[QB][QC];
+#pragma unroll
+            for (int i = 0; i < QB; i++)
+#pragma unroll
+                for (int k = 0; k < QC; k++) {
+                    const int64_t p = c0 + 32 * k + lane;
+                    v[i][k] = b0 + i * nw < Bs && p < T ? __ldcg(part + (b0 + i * nw) * T + p) : 0.f;
+                }
+#pragma unroll
+            for (int i = 0; i < QB; i++)
+#pragma unroll
+                for (int k = 0; k < QC; k++) q[i] += v[i][k];
+        }
+#pragma unroll
+        for (int i = 0; i < QB; i++) {
+            for (int o = 16; o > 0; o >>= 1) q[i] += __shfl_xor_sync(0xffffffffu, q[i], o);
+            if (lane == 0 && b0 + i * nw < Bs) ss[b0 + i * nw] = shapes ? q[i] : NAN;
+        }
+    }
+}
+
+__device__ __noinline__ void linear_res_ss_cuda(const evt_task_args *a) { evt_llm_linear_res_ss<false>(a); }
+__device__ __noinline__ void linear_res_ss_early_cuda(const evt_task_args *a) { evt_llm_linear_res_ss<true>(a); }
+/* ss_linear / ss_mlp_up: the plain GEMVs, scaled in the epilogue (MODE 3, 4) */
+__device__ __noinline__ void ss_linear_cuda(const evt_task_args *a) { evt_llm_gemv<3, false>(a); }
+__device__ __noinline__ void ss_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<4, false>(a); }
+__device__ __noinline__ void ss_linear_early_cuda(const evt_task_args *a) { evt_llm_gemv<3, false, true>(a); }
+__device__ __noinline__ void ss_mlp_up_early_cuda(const evt_task_args *a) { evt_llm_gemv<4, false, true>(a); }
+
 /* Prefetch hooks (the leader, before its waits): an L2 prefetch of the rows
    of the weights, t[1] (and t[2]). (A call that streams runs no hook.) */
 template <int MODE, bool NORM>
 __device__ __forceinline__ void evt_llm_prefetch(const evt_task_args *a)
 {
-    for (int w = 1; w <= (MODE == 2 ? 2 : 1); w++)
+    for (int w = 1; w <= evt_llm_nw<MODE>(); w++)
         evt_llm_prefetch_rows((const evt_bf16 *)a->t[w].ptr, a->t[w].dim[0], a->t[w].dim[1], a->coord[0], a->iarg[0]);
 }
 __device__ void linear_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<0, false>(a); }
@@ -298,6 +396,9 @@ __device__ void linear_res_prefetch_cuda(const evt_task_args *a) { evt_llm_prefe
 __device__ void mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<2, false>(a); }
 __device__ void rms_linear_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<0, true>(a); }
 __device__ void rms_mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<2, true>(a); }
+__device__ void linear_res_ss_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<1, false>(a); }
+__device__ void ss_linear_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<3, false>(a); }
+__device__ void ss_mlp_up_prefetch_cuda(const evt_task_args *a) { evt_llm_prefetch<4, false>(a); }
 
 /* ------------------------------------------------------------- rope ---- */
 /* RMSNorm of in[0..hd) (weight w), rotate-half RoPE at position p; calls

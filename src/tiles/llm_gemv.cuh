@@ -1,10 +1,10 @@
 /* llm_gemv.cuh — the decode GEMV/GEMM tiles' core (CUDA; the C versions are
  * in llm.c): row tiles, the mma.sync unit, the fused-norm row scales, the
  * small- and large-batch unit shapes and the scalar fallback, behind
- * evt_llm_gemv<MODE, NORM> (linear, linear_res, mlp_up and their rms_
- * forms). Included by llm.cuh, whose helpers (loads, the shared scratch)
- * it uses and which defines the tile entry points; see the header of
- * llm.cuh for the method. */
+ * evt_llm_gemv<MODE, NORM> (linear, linear_res, mlp_up, their rms_
+ * forms, and ss_linear / ss_mlp_up as MODE 3 and 4). Included by llm.cuh,
+ * whose helpers (loads, the shared scratch) it uses and which defines the
+ * tile entry points; see the header of llm.cuh for the method. */
 #ifndef EVT_TILE_LLM_GEMV_CUH
 #define EVT_TILE_LLM_GEMV_CUH
 
@@ -30,11 +30,37 @@ __device__ __forceinline__ void evt_llm_mma(float *c, uint32_t a0, uint32_t a1, 
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* Epilogue: MODE 0 y = acc, 1 y = r + acc, 2 y = silu(g) * u. */
+/* The weight matrices of a MODE: one (linear, linear_res, ss_linear: 0, 1,
+   3) or two (mlp_up, ss_mlp_up: 2, 4, gate and up). */
+template <int MODE>
+__device__ __forceinline__ constexpr int evt_llm_nw() { return MODE == 2 || MODE == 4 ? 2 : 1; }
+
+/* ss_linear / ss_mlp_up (MODE 3, 4): row b's scale rsqrt(ss[b] / K + eps),
+   its sum of squares from linear_res_ss (the same float operations as
+   llm.c; a row past ss gets NaN, never a silent result). Each path takes it
+   once per row it holds, where the rms_ forms take theirs (NORM), and
+   passes the scaled accumulators to evt_llm_out as MODE 0 and 2 would (a
+   square root and a division per output, in the epilogue that the TMA path
+   runs on one warp per scheduler, were part of why the first form was
+   16-18% slower per step: bench/RESULTS.md session 42). */
+template <int MODE>
+__device__ __forceinline__ float evt_llm_ss_scale(const evt_task_args *a, int64_t b)
+{
+    const evt_tensor_ref &q = a->t[MODE == 3 ? 3 : 4];
+    return b < q.dim[0] ? 1.0f / sqrtf(((const float *)q.ptr)[b] / (float)a->t[0].dim[1] + (float)a->iarg[1] * 1e-12f) : NAN;
+}
+
+/* Epilogue: MODE 0 y = acc, 1 y = r + acc, 2 y = silu(g) * u; 3 and 4 as 0
+   and 2 (ss_linear, ss_mlp_up: g and u arrive scaled by evt_llm_ss_scale). */
 template <int MODE>
 __device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, int64_t n, float g, float u)
 {
-    if (MODE == 0) {
+    if (MODE == 3 || MODE == 4) {
+        evt_bf16 *y = (evt_bf16 *)a->t[MODE == 3 ? 2 : 3].ptr;
+        int64_t N = a->t[1].dim[0];
+        if (MODE == 3) evt_llm_st(y, b * N + n, g);
+        else evt_llm_st(y, b * N + n, g / (1.0f + expf(-g)) * u);
+    } else if (MODE == 0) {
         evt_bf16 *y = (evt_bf16 *)a->t[2].ptr;
         int64_t N = a->t[1].dim[0];
         evt_llm_st(y, b * N + n, g);
@@ -206,7 +232,7 @@ template <int MODE, int NB8, int RT, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
                                                  int64_t n0, int64_t n1)
 {
-    constexpr int NW = MODE == 2 ? 2 : 1;
+    constexpr int NW = evt_llm_nw<MODE>();
     constexpr int BB = 8 * NB8, RB = 16 * RT;
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
@@ -252,6 +278,10 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
                     float r = evt_llm_ss_rows(ss[j]);
                     sc[j][0] = evt_llm_rms_scale(__shfl_sync(0xffffffffu, r, 8 * t), K, eps);
                     sc[j][1] = evt_llm_rms_scale(__shfl_sync(0xffffffffu, r, 8 * t + 4), K, eps);
+                }
+                if constexpr (MODE >= 3) { /* rows b0 + 8 j + 2 t and the next (outputs e & 1) */
+                    sc[j][0] = evt_llm_ss_scale<MODE>(a, b0 + 8 * j + 2 * t);
+                    sc[j][1] = evt_llm_ss_scale<MODE>(a, b0 + 8 * j + 2 * t + 1);
                 }
             }
 #pragma unroll
@@ -326,6 +356,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
             for (int ks = 0; ks < ksplit; ks++) q += sspart[(ks * nbg + u % nbg) * BB + bb];
             sc = evt_llm_rms_scale(q, K, eps);
         }
+        if constexpr (MODE >= 3) sc = evt_llm_ss_scale<MODE>(a, b);
         evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
     }
 }
@@ -335,7 +366,7 @@ template <int MODE, bool NORM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
 {
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr, *W0 = (const evt_bf16 *)a->t[1].ptr;
-    const evt_bf16 *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
+    const evt_bf16 *W1 = evt_llm_nw<MODE>() == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
     evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     if (EARLY && evt_tile_wait(a)) return;
@@ -347,14 +378,14 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
             float xv = evt_llm_ld(x, b * K + k);
             if (NORM) ss += xv * xv; /* the row's sum of squares on the way */
             s0 += xv * __bfloat162float(__ldg(W0 + n * K + k));
-            if (MODE == 2) s1 += xv * __bfloat162float(__ldg(W1 + n * K + k));
+            if (evt_llm_nw<MODE>() == 2) s1 += xv * __bfloat162float(__ldg(W1 + n * K + k));
         }
         for (int o = 16; o > 0; o >>= 1) {
             s0 += __shfl_xor_sync(0xffffffffu, s0, o);
             s1 += __shfl_xor_sync(0xffffffffu, s1, o);
             ss += __shfl_xor_sync(0xffffffffu, ss, o);
         }
-        float sc = NORM ? evt_llm_rms_scale(ss, K, evt_llm_norm_eps<NORM>(a)) : 1.f;
+        float sc = NORM ? evt_llm_rms_scale(ss, K, evt_llm_norm_eps<NORM>(a)) : MODE >= 3 ? evt_llm_ss_scale<MODE>(a, b) : 1.f;
         if (lane == 0) evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
     }
 }
@@ -383,7 +414,7 @@ __device__ __forceinline__ void evt_llm_gemv_rows(const evt_task_args *a, const 
      * per SM. A register ring of 2-4 weight chunks with x loaded just in
      * time from L1 (session 9, commit 1c66780) made ptxas spill across the
      * megakernel's call graph and lost 14-38% at batch 32 and 64. */
-    if (MODE == 2) {
+    if (evt_llm_nw<MODE>() == 2) {
         if (B <= 16 || nr < 64) {
             if (nr >= 32 && B > 16) evt_llm_gemv_mma<MODE, 2, 2, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
             else evt_llm_gemv_mma<MODE, 2, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
@@ -405,9 +436,9 @@ template <int MODE, bool NORM, bool EARLY = false>
 __device__ __forceinline__ void evt_llm_gemv(const evt_task_args *a)
 {
     int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
-    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (MODE == 2 ? (uintptr_t)a->t[2].ptr : 0);
+    uintptr_t al = (uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (evt_llm_nw<MODE>() == 2 ? (uintptr_t)a->t[2].ptr : 0);
     if ((K & 31) || (al & 15) || (evt_tile_threads() & 31) || (NORM && B > 128)) { evt_llm_gemv_scalar<MODE, NORM, EARLY>(a); return; }
-    const evt_bf16 *W0 = (const evt_bf16 *)a->t[1].ptr, *W1 = MODE == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
+    const evt_bf16 *W0 = (const evt_bf16 *)a->t[1].ptr, *W1 = evt_llm_nw<MODE>() == 2 ? (const evt_bf16 *)a->t[2].ptr : W0;
     int64_t N = a->t[1].dim[0], T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (N + T - 1) / T, n0, n1; /* rows per tile, at most */
     evt_llm_tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     if (n0 >= n1) {

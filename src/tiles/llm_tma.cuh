@@ -280,7 +280,7 @@ static __shared__ float evt_tma_ss[128 * EVT_TMA_X_BOXES]; /* NORM: the two halv
 template <int MODE, int NT, bool EARLY, bool NORM>
 __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1, int bx)
 {
-    constexpr int NW = MODE == 2 ? 2 : 1;
+    constexpr int NW = evt_llm_nw<MODE>();
     constexpr uint32_t WREG = NT * 128u, XREG = 8192u; /* reserved per chunk: a matrix's rows, x's 64 rows */
     const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
     const int BH = B; /* bx is 0 */
@@ -386,6 +386,11 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     int s = 0, kt = 0, p = 0;
     uint32_t par = phase;
     float ss = 0.f, sc[2] = {1.f, 1.f}; /* NORM: this thread's share of a row's sum; its output rows' scales */
+    if (MODE >= 3) { /* ss_linear / ss_mlp_up: rows b0, b0 + 8's scales from linear_res_ss's sums (the waits are done) */
+        const int b0 = warp * 16 + (lane >> 2);
+        sc[0] = evt_llm_ss_scale<MODE>(a, bx + b0);
+        sc[1] = evt_llm_ss_scale<MODE>(a, bx + b0 + 8);
+    }
     for (int j = 0; j < J; j++) {
         evt_tma_wait(full0 + 8 * s, par >> s & 1u);
         const uint32_t xs = ring0 + (uint32_t)s * SLOT, ws = xs + (uint32_t)U * XREG;
@@ -463,7 +468,7 @@ __device__ __forceinline__ int evt_tma_x_rows(int rows) { return rows <= 8 ? 8 :
 template <int MODE, int NT, bool EARLY, bool NORM>
 __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
 {
-    constexpr int NW = MODE == 2 ? 2 : 1;
+    constexpr int NW = evt_llm_nw<MODE>();
     constexpr uint32_t WREG = NT * 128u, XREG = 2u * 8192u; /* reserved per chunk: a matrix's rows, x's two boxes */
     const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
     int di = EVT_TMA_DEPTHS - 1; /* chunks per stage, as above */
@@ -528,6 +533,11 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
     int s = 0, kt = 0, p = 0;
     uint32_t par = phase;
     float ss = 0.f, sc[2] = {1.f, 1.f}; /* NORM: this thread's share of a row's sum; its output rows' scales */
+    if (MODE >= 3) { /* (as the form above) */
+        const int b0 = wg * 64 + wl * 16 + (lane >> 2);
+        sc[0] = evt_llm_ss_scale<MODE>(a, b0);
+        sc[1] = evt_llm_ss_scale<MODE>(a, b0 + 8);
+    }
     for (int j = 0; j < J; j++) {
         evt_tma_wait(full0 + 8 * s, par >> s & 1u);
         const uint32_t xs0 = ring0 + (uint32_t)s * SLOT + (uint32_t)(wg * U) * 8192u, ws = ring0 + (uint32_t)s * SLOT + (uint32_t)U * XREG;
@@ -610,7 +620,7 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
 #ifdef EVT_LLM_NO_TMA
     return false; /* compiled out (evt_compile_opts.cuda_defines): the register units run */
 #endif
-    constexpr int NW = MODE == 2 ? 2 : 1;
+    constexpr int NW = evt_llm_nw<MODE>();
     const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     if (!a->tmaps || B < EVT_TMA_MIN_B || B > EVT_TMA_MAX_B) return false; /* the common case first: no division */
     const int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (a->t[1].dim[0] + T - 1) / T; /* the call's rows per task */

@@ -180,5 +180,14 @@ run_case uneven-b100-fusenorm-tma tests/gpu/qwen3-uneven.json 100 20 2 --fuse-no
 run_case uneven-b100-noearly-tma tests/gpu/qwen3-uneven.json 100 20 2 --no-early-loads --tma-ring 98304
 run_case uneven-b64-rows8 tests/gpu/qwen3-uneven.json 64 40 2 --attn-rows 8
 run_case mha-b24 tests/gpu/qwen3-mha.json 24 40 2
+# norm partials (--norms partials): the O and down tiles leave each new row's
+# sum of squares (partials per tile, the last tile summing them), the QKV and
+# gate/up tiles scale by them: the TMA ring at 64 and 40, the register units
+# at 24 (waits before the tile: --no-early-loads), x in two boxes at 100
+run_case uneven-b64-partials tests/gpu/qwen3-uneven.json 64 40 2 --norms partials
+run_case mid-b40-partials tests/gpu/qwen3-mid.json 40 33 2 --norms partials
+run_case uneven-b24-partials tests/gpu/qwen3-uneven.json 24 40 2 --norms partials
+run_case uneven-b24-partials-noearly tests/gpu/qwen3-uneven.json 24 40 2 --norms partials --no-early-loads
+run_case uneven-b100-partials tests/gpu/qwen3-uneven.json 100 20 2 --norms partials
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -189,6 +189,10 @@ if command -v compute-sanitizer > /dev/null; then
         # the TMA GEMV (src/tiles/llm_tma.cuh): its ring, boxes and mbarriers at batch 64
         want="ERROR SUMMARY: 0 errors" check "compute-sanitizer $tool decode qwen3-uneven B=64 (the TMA GEMV)" \
             compute-sanitizer --tool $tool build/evtc decode --model tests/gpu/qwen3-uneven.json --batch 64 --ctx 40 --steps 1 --backend cuda
+        # norm partials: the producers' partials, count and last-tile sums (llm.cuh, linear_res_ss)
+        want="ERROR SUMMARY: 0 errors" check "compute-sanitizer $tool decode qwen3-uneven B=64 --norms partials" \
+            compute-sanitizer --tool $tool build/evtc decode --model tests/gpu/qwen3-uneven.json --batch 64 --ctx 40 --steps 1 --backend cuda \
+            --norms partials
     done
 else
     bad "compute-sanitizer not found"
