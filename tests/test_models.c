@@ -500,7 +500,7 @@ static void norm_partial_tiles(void **state)
 {
     (void)state;
     enum { B = 3, K = 64, N = 40, T = 6 };
-    static uint16_t x[B * K], W[N * K], W2[N * K], res[B * N], y0[B * N], y1[B * N], z0[B * K], z1[B * K];
+    static uint16_t x[B * K], W[N * K], res[B * N], y0[B * N], y1[B * N], z0[B * K], z1[B * K];
     static uint16_t Wk[K * N], Wk2[K * N];
     static float part[B * T], ss[B];
     int32_t cnt = 0;
@@ -513,7 +513,6 @@ static void norm_partial_tiles(void **state)
         Wk[i] = bf((float)(r & 0xffff) / 65536.0f * 0.4f - 0.2f);
         Wk2[i] = bf((float)((r >> 3) & 0xffff) / 65536.0f * 0.4f - 0.2f);
     }
-    (void)W2;
     memset(y0, 0xff, sizeof y0);
     memset(y1, 0xff, sizeof y1);
     for (int i = 0; i < B; i++) ss[i] = NAN; /* every row must be written */
