@@ -204,33 +204,19 @@ void evt_tile_mlp_up(const evt_task_args *a)
 
 /* The fused-norm GEMV: rows [n0, n1) of W (and W2 when given, the norm's
  * weight folded into both) against x[b], scaled by the row's rms scale after
- * the dot product. */
-static void rms_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, bf16 *y, int64_t T, int64_t eps_e12)
+ * the dot product: rsqrt(mean(x[b]^2) + eps) from x itself (rms_linear,
+ * rms_mlp_up), or, given ss, rsqrt(ss[b] / K + eps) from the rows' sums of
+ * squares that linear_res_ss left (ss_linear, ss_mlp_up; a row past ss gets
+ * NaN). T and eps_e12 are the tile's iarg[0] and iarg[1]. */
+static void rms_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, bf16 *y, const evt_tensor_ref *ss)
 {
     const bf16 *x = a->t[0].ptr;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
-    tile_rows(a->coord[0], T, N, &n0, &n1);
-    for (int64_t b = 0; b < B && n0 < n1; b++) {
-        float s = rms_scale(x + b * K, K, eps_e12);
-        for (int64_t n = n0; n < n1; n++) {
-            float g = dot(x + b * K, W + n * K, K) * s;
-            if (!W2) { st(y, b * N + n, g); continue; }
-            float u = dot(x + b * K, W2 + n * K, K) * s;
-            st(y, b * N + n, g / (1.0f + expf(-g)) * u);
-        }
-    }
-}
-
-/* rms_rows with the row scales from the rows' sums of squares ss[b] that
- * linear_res_ss left: s[b] = rsqrt(ss[b] / K + eps) */
-static void ss_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, bf16 *y, const evt_tensor_ref *ss)
-{
-    const bf16 *x = a->t[0].ptr;
-    const float *q = ss->ptr;
-    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], n0, n1;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], eps_e12 = a->iarg[1], n0, n1;
     tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     for (int64_t b = 0; b < B && n0 < n1; b++) {
-        float s = b < ss->dim[0] ? 1.0f / sqrtf(q[b] / (float)K + (float)a->iarg[1] * 1e-12f) : NAN;
+        float s = !ss ? rms_scale(x + b * K, K, eps_e12)
+                : b < ss->dim[0] ? 1.0f / sqrtf(((const float *)ss->ptr)[b] / (float)K + (float)eps_e12 * 1e-12f)
+                                 : NAN;
         for (int64_t n = n0; n < n1; n++) {
             float g = dot(x + b * K, W + n * K, K) * s;
             if (!W2) { st(y, b * N + n, g); continue; }
@@ -240,18 +226,10 @@ static void ss_rows(const evt_task_args *a, const bf16 *W, const bf16 *W2, bf16 
     }
 }
 
-void evt_tile_ss_linear(const evt_task_args *a) { ss_rows(a, a->t[1].ptr, NULL, a->t[2].ptr, &a->t[3]); }
-void evt_tile_ss_mlp_up(const evt_task_args *a) { ss_rows(a, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, &a->t[4]); }
-
-void evt_tile_rms_linear(const evt_task_args *a)
-{
-    rms_rows(a, a->t[1].ptr, NULL, a->t[2].ptr, a->iarg[0], a->iarg[1]);
-}
-
-void evt_tile_rms_mlp_up(const evt_task_args *a)
-{
-    rms_rows(a, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, a->iarg[0], a->iarg[1]);
-}
+void evt_tile_ss_linear(const evt_task_args *a) { rms_rows(a, a->t[1].ptr, NULL, a->t[2].ptr, &a->t[3]); }
+void evt_tile_ss_mlp_up(const evt_task_args *a) { rms_rows(a, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, &a->t[4]); }
+void evt_tile_rms_linear(const evt_task_args *a) { rms_rows(a, a->t[1].ptr, NULL, a->t[2].ptr, NULL); }
+void evt_tile_rms_mlp_up(const evt_task_args *a) { rms_rows(a, a->t[1].ptr, a->t[2].ptr, a->t[3].ptr, NULL); }
 
 /* RMSNorm over one head (weight w) then rotate-half RoPE by the angle row
  * cs (cos | sin of one position: evt_rope_row, or a row of the table that
