@@ -418,15 +418,21 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
         r = run_op<attn_split_cuda>("attn_split", evt_tile_attn_split, ts, {}, {B, nh, S}, 0, 1e-3); tally(r); layer_us += r.us; free_all(ts);
     }
     /* the fused form: q/k norm + RoPE, the new k/v and the split in one task
-       (not added to the step estimate: it replaces the three above) */
-    {
+       (not added to the step estimate: it replaces the three above); then,
+       where the batch gives the model's tasks a run of requests (R =
+       ceil(B x kv heads / 132) > 1, src/models/qwen3.c), the form the
+       decode runs there: one split, runs of R requests a task (served in
+       teams of warps, the last R % teams by the whole block or fewer teams) */
+    const int64_t R_run = std::max<int64_t>(1, (B * nkv + 131) / 132);
+    for (int form = 0; form < (R_run > 1 ? 2 : 1); form++) {
+        const int64_t SS = form ? 1 : S, nb = form ? (B + R_run - 1) / R_run : B;
         mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wq", BF16, {hd}, 0, 0.8f, 1.2f); mk(ts, "wk", BF16, {hd}, 0, 0.8f, 1.2f);
         mk(ts, "pos", I32, {B}, 0, (float)(ctx - 4), (float)ctx);
         Ten *bt = mk(ts, "bt", I32, {B, MP}, 0, 0, 1);
         for (int64_t i = 0; i < B * MP; i++) ((int32_t *)bt->h)[i] = (int32_t)i;
         CK(cudaMemcpy(bt->d, bt->h, bt->bytes, cudaMemcpyHostToDevice));
         mk(ts, "kc", BF16, {B * MP, PS, nkv, hd}, 2, -1, 1); mk(ts, "vc", BF16, {B * MP, PS, nkv, hd}, 2, -1, 1);
-        mk(ts, "part", F32, {B, nh, S, hd + 2}, 1, 0, 0);
+        mk(ts, "part", F32, {B, nh, SS, hd + 2}, 1, 0, 0);
         mk(ts, "o", BF16, {B, nh * hd}, 1, 0, 0); /* with one split by every task, with several by each group's last */
         mk(ts, "pc", I32, {B, nkv}, 2, 0, 0);     /* the merge counts: 0 before and after every launch */
         /* RoPE's angle table, as rope(theta=...) fills it (one row per cache position; read by
@@ -434,7 +440,9 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
         Ten *rope = mk(ts, "rope", F32, {MP * PS, hd}, 0, 0, 0);
         for (int64_t p = 0; p < MP * PS; p++) evt_rope_row((double)theta, hd, p, (float *)rope->h + p * hd);
         CK(cudaMemcpy(rope->d, rope->h, rope->bytes, cudaMemcpyHostToDevice));
-        r = run_op<attn_rope_split_cuda>("attn_rope_split", evt_tile_attn_rope_split, ts, {eps, 1}, {B, nkv, S}, 0, 1e-3);
+        char name[64];
+        snprintf(name, sizeof name, form ? "attn_rope_split run %lld" : "attn_rope_split", (long long)R_run);
+        r = run_op<attn_rope_split_cuda>(name, evt_tile_attn_rope_split, ts, {eps, 1}, {nb, nkv, SS}, 0, 1e-3);
         tally(r); free_all(ts);
     }
     {
@@ -481,9 +489,11 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     a = sqrtf(3.0f / H);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {V, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, V}, 1, 0, 0);
     r = run_op<linear_cuda>("lm_head linear", evt_tile_linear, ts, {NC}, {NC}, 4, 1e-2); tally(r); head_us += r.us; free_all(ts);
-    mk(ts, "logits", BF16, {B, V}, 0, -8, 8); mk(ts, "pv", F32, {B, NC}, 1, 0, 0); mk(ts, "pi", I32, {B, NC}, 1, 0, 0);
-    r = run_op<argmax_part_cuda>("argmax_part", evt_tile_argmax_part, ts, {}, {B, NC}, 0, 0); tally(r); head_us += r.us; free_all(ts);
-    mk(ts, "pv", F32, {B, NC}, 0, -8, 8); mk(ts, "pi", I32, {B, NC}, 0, 0, (float)V); mk(ts, "next", I32, {B}, 1, 0, 0);
+    /* the argmax's chunks per row as the model builder picks them (src/models/qwen3.c: about 132 tasks) */
+    const int64_t NA = std::max<int64_t>(1, std::min<int64_t>(V, 132 / B));
+    mk(ts, "logits", BF16, {B, V}, 0, -8, 8); mk(ts, "pv", F32, {B, NA}, 1, 0, 0); mk(ts, "pi", I32, {B, NA}, 1, 0, 0);
+    r = run_op<argmax_part_cuda>("argmax_part", evt_tile_argmax_part, ts, {}, {B, NA}, 0, 0); tally(r); head_us += r.us; free_all(ts);
+    mk(ts, "pv", F32, {B, NA}, 0, -8, 8); mk(ts, "pi", I32, {B, NA}, 0, 0, (float)V); mk(ts, "next", I32, {B}, 1, 0, 0);
     r = run_op<argmax_final_cuda>("argmax_final", evt_tile_argmax_final, ts, {}, {B}, 0, 0); tally(r); head_us += r.us; free_all(ts);
     printf("  kernel-by-kernel step estimate (%lld layers): %.1f us  (layer %.1f us x %lld + embed/head %.1f us)\n", (long long)L,
            layer_us * L + head_us + 0.0, layer_us, (long long)L, head_us);

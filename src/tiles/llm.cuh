@@ -595,6 +595,26 @@ __device__ __forceinline__ void evt_llm_block_argmax(float &v, int32_t &ix)
     evt_tile_sync();
 }
 
+/* A row's chunk [v0, e) of the logits, eight loads in flight per thread
+   (the plain loop waited for one load at a time: a task took 116 us for
+   half a qwen3 row at batch 64 and 230 us for a whole one above, on an
+   H100, bench/RESULTS.md session 43). A thread takes its values in
+   increasing index order, keeping the first of equal values, so the
+   block's (max, lowest index) reduction matches the C reference's first
+   maximum. 16-byte loads, four (or two) in flight, made ptxas spill 4-32
+   bytes more in the attention's functions, which did not change (their
+   register budget moves with this one's code). The batch-1-16 kernel
+   (EVT_LLM_NO_TMA: chunks of at most a few thousand logits) keeps the
+   plain loop and its machine code (a changed argmax there cost qwen3-8b
+   0.7% per token at batch 1 in the vector form). EVT_LLM_ARGMAX_UNROLL=0/1
+   forces either. */
+#ifndef EVT_LLM_ARGMAX_UNROLL
+#ifdef EVT_LLM_NO_TMA
+#define EVT_LLM_ARGMAX_UNROLL 0
+#else
+#define EVT_LLM_ARGMAX_UNROLL 1
+#endif
+#endif
 __device__ __noinline__ void argmax_part_cuda(const evt_task_args *a)
 {
     const evt_bf16 *logits = (const evt_bf16 *)a->t[0].ptr;
@@ -604,10 +624,22 @@ __device__ __noinline__ void argmax_part_cuda(const evt_task_args *a)
     evt_llm_tile_rows(c, NC, V, &v0, &e);
     float best = -INFINITY;
     int32_t bi = INT32_MAX;
+#if EVT_LLM_ARGMAX_UNROLL
+    const int64_t T = evt_tile_threads();
+    for (int64_t v = v0 + threadIdx.x; v < e; v += 8 * T) {
+        float x[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) x[k] = v + k * T < e ? evt_llm_ld(logits, b * V + v + k * T) : -INFINITY;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (x[k] > best) { best = x[k]; bi = (int32_t)(v + k * T); }
+    }
+#else
     for (int64_t v = v0 + threadIdx.x; v < e; v += evt_tile_threads()) {
         float x = evt_llm_ld(logits, b * V + v);
         if (x > best) { best = x; bi = (int32_t)v; }
     }
+#endif
     evt_llm_block_argmax(best, bi);
     if (threadIdx.x == 0) {
         pv[b * NC + c] = best;

@@ -11,8 +11,9 @@
 /* ---------------------------------------- a run's requests in teams ---- */
 /* A task with a run of requests (large batches) splits its block into NT =
  * min(R, 4) teams of >= 2 warps (8 warps: 4 + 4, 3 + 3 + 2 or four of 2);
- * team j serves requests b0 + j, b0 + j + NT, ...,
- * each on its own (its norm + RoPE, append, scoring loop and merge over its W
+ * team j serves requests b0 + j, b0 + j + NT, ... in rounds of NT, and the
+ * last R % NT requests form a round of that many teams (one of 8 warps for
+ * a single request), each on its own (its norm + RoPE, append, scoring loop and merge over its W
  * warps, with its own named barrier and shared memory), so that one
  * request's fixed latency (its rope row, q / k / v loads, the norm, the
  * merge: ~7 of a request's ~20 us at qwen3-8b B = 64, bench/RESULTS.md
@@ -71,7 +72,7 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
     constexpr int hd = 128, half = 64, E = 4, KMAX = (G + 2) / 2; /* vectors (G q, k) a warp normalises, at W >= 2 */
     const int nw = evt_tile_threads() >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int team = evt_llm_attn_team_of(warp, nw, NT), w0 = evt_llm_attn_team_first(team, nw, NT);
-    const int W = evt_llm_attn_team_first(team + 1, nw, NT) - w0; /* >= 2 (evt_llm_attn_teams) */
+    const int W = evt_llm_attn_team_first(team + 1, nw, NT) - w0; /* >= 2 (evt_llm_attn_teams; 8 for a run's last single request) */
     evt_llm_team tm;
     tm.warp = warp - w0;
     tm.nwarps = W;
@@ -161,16 +162,31 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
     return false;
 }
 
-/* The run [b0, b1) in NT teams (evt_llm_attn_teams): team j serves
-   requests b0 + j, b0 + j + NT, ... Returns true if the launch aborted. */
+/* The run [b0, b1) in NT teams (evt_llm_attn_teams): rounds of NT requests,
+   team j serving b0 + j, b0 + j + NT, ... (R >= NT: every team has a
+   first request, which meets the task's waits); the last R % NT requests
+   form a round of as many teams over the whole block (a block barrier
+   first: the teams' shared memory and barriers change shape), one team of
+   all 8 warps for a single request. Before, those ran in the rounds' teams
+   with the other teams idle: at qwen3-8b batch 72 (runs of 5, 4 teams) the
+   fifth request took as long as the first four and the attention 1.7x
+   batch 64's (bench/RESULTS.md, session 43). One call site per head group
+   size, as before: more of them, or more state live across them, made
+   ptxas spill in attn_rope_team_request_cuda. Returns true if the launch
+   aborted. */
 __device__ __forceinline__ bool evt_llm_attn_team_run(const evt_task_args *a, int64_t b0, int64_t b1, int NT)
 {
     const int64_t G = a->t[7].dim[1] / a->t[5].dim[2];
-    const int team = evt_llm_attn_team_of((int)(threadIdx.x >> 5), evt_tile_threads() >> 5, NT);
-    for (int64_t b = b0 + team, first = 1; first || b < b1; b += NT, first = 0) {
-        const bool have = b < b1;
-        if (G == 4 ? attn_rope_team_request_cuda<4>(a, b, have, first, NT)
-                   : G == 2 ? attn_rope_team_request_cuda<2>(a, b, have, first, NT) : attn_rope_team_request_cuda<1>(a, b, have, first, NT))
+    const int warp = (int)(threadIdx.x >> 5), nw = evt_tile_threads() >> 5;
+    for (int64_t r0 = b0, nt = NT; r0 < b1; r0 += nt) { /* r0: the round's first request */
+        if (b1 - r0 < nt) { /* the tail */
+            nt = b1 - r0;
+            evt_tile_sync();
+        }
+        const int64_t b = r0 + evt_llm_attn_team_of(warp, nw, (int)nt);
+        const bool first = r0 == b0;
+        if (G == 4 ? attn_rope_team_request_cuda<4>(a, b, true, first, (int)nt)
+                   : G == 2 ? attn_rope_team_request_cuda<2>(a, b, true, first, (int)nt) : attn_rope_team_request_cuda<1>(a, b, true, first, (int)nt))
             return true;
     }
     return false;

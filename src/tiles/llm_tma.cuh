@@ -464,6 +464,12 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
    (the lesson of sessions 33, 37 and 40: code moves cost 1-4%); the end of
    a pass repeats the form above's lines for the same reason (a helper
    shared by both changed that kernel's machine code, readelf, session 41). */
+/* EVT_TMA_WIDE_ABLATE (timing only: rows 64 and up come out wrong): 1,
+   warpgroup 1 loads its box but does not multiply; 2, no second box either
+   (what the band costs without the second half) */
+#ifndef EVT_TMA_WIDE_ABLATE
+#define EVT_TMA_WIDE_ABLATE 0
+#endif
 __device__ __forceinline__ int evt_tma_x_rows(int rows) { return rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 ? 32 : 64; }
 template <int MODE, int NT, bool EARLY, bool NORM>
 __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1)
@@ -483,7 +489,7 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
     const uint32_t full0 = evt_tma_saddr(evt_tma_bar), empty0 = full0 + 8 * EVT_TMA_MAX_STAGES, ring0 = evt_tma_saddr(io.ring);
     const uint32_t phase = evt_tma_phase; /* written by the previous task before the dispatch's barrier */
     /* the boxes' heights (rows past B read as zeros; no second box at B <= 64) */
-    const int xrows0 = evt_tma_x_rows(B < 64 ? B : 64), xrows1 = B > 64 ? evt_tma_x_rows(B - 64) : 0;
+    const int xrows0 = evt_tma_x_rows(B < 64 ? B : 64), xrows1 = B > 64 && EVT_TMA_WIDE_ABLATE < 2 ? evt_tma_x_rows(B - 64) : 0;
     const evt_tmap *mx0 = io.mx + di * EVT_TMA_HEIGHTS + (xrows0 / 8 - 1), *mx1 = io.mx + di * EVT_TMA_HEIGHTS + (xrows1 / 8 - 1);
     const uint32_t xbytes = (uint32_t)(U * (xrows0 + xrows1)) * 128u;
     const bool early = EARLY && a->wait_in_tile;
@@ -542,7 +548,7 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
         evt_tma_wait(full0 + 8 * s, par >> s & 1u);
         const uint32_t xs0 = ring0 + (uint32_t)s * SLOT + (uint32_t)(wg * U) * 8192u, ws = ring0 + (uint32_t)s * SLOT + (uint32_t)U * XREG;
         const uint32_t xp = (uint32_t)xr * 128u, wp = (uint32_t)evt_tma_pass_rows8(R, p, NT) * 128u;
-        if (xr) { /* (warpgroup 1 at batch <= 64 only releases) */
+        if (xr && !(EVT_TMA_WIDE_ABLATE == 1 && wg)) { /* (warpgroup 1 at batch <= 64 only releases) */
             evt_tma_wg_fence();
             for (int u = 0; u < U; u++) {
 #pragma unroll

@@ -89,9 +89,13 @@
 # (src/tiles/llm_attn.cuh): 4 + 4 warps for runs of 2 (uneven-b32, mha-b24:
 # one q head per kv head), 3 + 3 + 2 for runs of 3 (mid-b40; its last run a
 # single request, served by the whole block), four teams of 2 for 4 and
-# more, two requests a team in uneven-b64-rows8 and mid-b100 (runs of 7: one
-# team gets one); the page12 and rows3 cases keep the requests one after
-# the other.
+# more, in rounds of 4 requests: two in uneven-b64-rows8 (runs of 8). The
+# last R % 4 requests of a longer run go to that many teams over the whole
+# block, or, one, to the whole block alone: runs of 5 (uneven-b72-tma,
+# uneven-b40-rows5 in the batch-17-64 kernel, mha-b72 with one q head per
+# kv head), 6 (uneven-b90, mid-b40-rows6: 4 + 4 warps) and 7 (mid-b100:
+# 3 + 3 + 2); the page12 and rows3 cases keep the requests one after the
+# other.
 # ONLY=REGEX runs the cases whose names match. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -180,6 +184,10 @@ run_case uneven-b100-fusenorm-tma tests/gpu/qwen3-uneven.json 100 20 2 --fuse-no
 run_case uneven-b100-noearly-tma tests/gpu/qwen3-uneven.json 100 20 2 --no-early-loads --tma-ring 98304
 run_case uneven-b64-rows8 tests/gpu/qwen3-uneven.json 64 40 2 --attn-rows 8
 run_case mha-b24 tests/gpu/qwen3-mha.json 24 40 2
+run_case uneven-b40-rows5 tests/gpu/qwen3-uneven.json 40 40 2 --attn-rows 5
+run_case mid-b40-rows6 tests/gpu/qwen3-mid.json 40 33 2 --attn-rows 6
+run_case uneven-b90 tests/gpu/qwen3-uneven.json 90 20 2
+run_case mha-b72 tests/gpu/qwen3-mha.json 72 40 2
 # norm partials (--norms partials): the O and down tiles leave each new row's
 # sum of squares (partials per tile, the last tile summing them), the QKV and
 # gate/up tiles scale by them: the TMA ring at 64 and 40, the register units
