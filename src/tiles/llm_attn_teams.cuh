@@ -13,8 +13,9 @@
  * min(R, 4) teams of >= 2 warps (8 warps: 4 + 4, 3 + 3 + 2 or four of 2);
  * team j serves requests b0 + j, b0 + j + NT, ... in rounds of NT, and the
  * last R % NT requests form a round of that many teams (one of 8 warps for
- * a single request), each on its own (its norm + RoPE, append, scoring loop and merge over its W
- * warps, with its own named barrier and shared memory), so that one
+ * a single request), each on its own (its norm + RoPE, append, scoring
+ * loop and merge over its W warps, with its own named barrier and shared
+ * memory), so that one
  * request's fixed latency (its rope row, q / k / v loads, the norm, the
  * merge: ~7 of a request's ~20 us at qwen3-8b B = 64, bench/RESULTS.md
  * session 38) overlaps the other teams' scoring loops instead of adding up
@@ -63,7 +64,10 @@ __device__ __forceinline__ int evt_llm_attn_teams(const evt_task_args *a, int64_
    split, over the team's W warps, barrier and shared memory. The team's
    first call (first) puts its angle row in shared memory and meets the
    task's waits (every thread of the block meets them once), also where the
-   team has no request (have false). A function of its own: the run's loop
+   team has no request (have false: none since session 43, whose rounds give
+   every team a request; the parameter stays because dropping it moves this
+   function's register allocation, which is what was measured). A function
+   of its own: the run's loop
    state held across the scoring loop made ptxas spill. Returns true if the
    launch aborted. */
 template <int G>
