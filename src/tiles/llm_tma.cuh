@@ -17,7 +17,12 @@
  * shared memory in the 128-byte swizzled layout TMA writes. At batch 65-128
  * (kernels built with EVT_TMA_TWO_HALVES) a stage holds two x boxes, rows
  * [0, 64) and [64, B), and both warpgroups multiply, each its half of x
- * against the same weight stage: the band is streamed once.
+ * against the same weight stage: the band is streamed once. There, a
+ * one-matrix GEMV of at most 64 rows a pass at batch 65-96 swaps the
+ * product's roles instead (D^T = W x^T: 64 weight rows as M, x's 96 rows
+ * as N, in warpgroup 0 alone): each m64 wgmma costs about the same
+ * whatever its N (~100 cycles at N = 32-48), so one wgmma of N = 96 a k
+ * step beats two of N = NT (bench/RESULTS.md session 44).
  *   - Stage: U = 4, 2 or 1 chunks of 64 k (the most that divide K and leave
  *     the ring two stages), moved as one 3-D box of x (8-64 rows covering B, rows
  *     past B read as zeros) and one box per weight matrix (the pass's rows
@@ -106,6 +111,16 @@
                             it, qwen3-8b and qwen3-0.6b were 3-4% slower at batch 48-64 in one form) */
 #define EVT_TMA_X_BOXES 1
 #endif
+#ifndef EVT_TMA_SWAP_MAX_NT
+#define EVT_TMA_SWAP_MAX_NT 64 /* batch 65-EVT_TMA_SWAP_MAX_B: one-matrix passes of at most this many rows take
+                                  the swapped product (evt_tma_gemv's NB = 96: 48 accumulators a thread), the
+                                  rest both warpgroups (evt_tma_gemv_wide); 0: always those. Measured (H200,
+                                  bench/RESULTS.md session 44): qwen3-8b batch 72 -6.9% per token; with N = 128
+                                  above 96 and for gate + up (two matrices) slower than both warpgroups */
+#endif
+#ifndef EVT_TMA_SWAP_MAX_B
+#define EVT_TMA_SWAP_MAX_B 96 /* the swapped product's N (96 or 128, the wgmma widths above 64 defined here): B <= this */
+#endif
 #ifndef EVT_TILES_TMA_RING
 #define EVT_TILES_TMA_RING (160u * 1024u) /* shared memory the runtime reserves for the ring, at most */
 #endif
@@ -133,6 +148,10 @@ __device__ __forceinline__ void evt_tma_arrive_expect(uint32_t bar, uint32_t byt
 __device__ __forceinline__ void evt_tma_arrive(uint32_t bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void evt_tma_arrive_n(uint32_t bar, uint32_t n)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(n) : "memory");
 }
 /* Waits for the phase of parity `par` to complete; a ring that never fills
    (an internal error) traps rather than hangs the launch. */
@@ -273,15 +292,26 @@ __device__ __forceinline__ float evt_tma_ss_stage(uint32_t xs, uint32_t xp, int 
 }
 static __shared__ float evt_tma_ss[128 * EVT_TMA_X_BOXES]; /* NORM: the two halves of each row's sum (per warpgroup) */
 
-#ifndef EVT_TMA_TWO_HALVES
-/* The task's rows [n0, n1) at batch <= 64 (bx is 0): see the header. An
-   early-loads task whose waits report an aborting launch leaves once its
-   weight boxes have landed. */
-template <int MODE, int NT, bool EARLY, bool NORM>
+/* The task's rows [n0, n1) (bx is 0): see the header. NB = 0: batch <= 64
+   (the batch-17-64 kernel). NB = 96 (EVT_TMA_SWAP_MAX_B; the batch-65-128
+   kernel, 64 < B <= NB, one matrix, NT <= 64, no norm, no row scales): the
+   product's roles swapped, D^T = W x^T, the weight rows as wgmma's M (64:
+   rows past the pass's are stale and dropped) and x's NB rows (one box,
+   rows past B read as zeros) as its N, so that a k step is one wgmma as at
+   batch <= 64 rather than one per 64 batch rows, and the producer warp
+   only fills. The weight operand reads 64 rows from each plane's start, so
+   the caller passes a ring 8 KiB short of the reserved one (the spare past
+   its last slot). An early-loads task whose waits report an aborting
+   launch leaves once its weight boxes have landed. (The NB = 0 path is
+   written as it was before NB, so that the batch-17-64 kernel's machine
+   code is byte for byte the same: `bench/kernel_same.sh`; even a constexpr
+   local for the accumulator count changed it.) */
+template <int MODE, int NT, bool EARLY, bool NORM, int NB = 0>
 __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1, int bx)
 {
+    static_assert(NB == 0 || (!NORM && MODE <= 2 && NT <= 64), "the swapped product has no norm and no row scales");
     constexpr int NW = evt_llm_nw<MODE>();
-    constexpr uint32_t WREG = NT * 128u, XREG = 8192u; /* reserved per chunk: a matrix's rows, x's 64 rows */
+    constexpr uint32_t WREG = NT * 128u, XREG = NB ? NB * 128u : 8192u; /* reserved per chunk: a matrix's rows, x's rows */
     const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
     const int BH = B; /* bx is 0 */
     /* chunks per stage: 4, 2 or 1, the most that divide K and leave the ring
@@ -298,7 +328,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint32_t full0 = evt_tma_saddr(evt_tma_bar), empty0 = full0 + 8 * EVT_TMA_MAX_STAGES, ring0 = evt_tma_saddr(io.ring);
     const uint32_t phase = evt_tma_phase; /* written by the previous task before the dispatch's barrier */
-    const int xrows = BH <= 8 ? 8 : BH <= 16 ? 16 : BH <= 32 ? 32 : 64; /* x's box: rows past B read as zeros */
+    const int xrows = NB ? NB : BH <= 8 ? 8 : BH <= 16 ? 16 : BH <= 32 ? 32 : 64; /* x's box: rows past B read as zeros */
     const evt_tmap *mx = io.mx + di * EVT_TMA_HEIGHTS + (xrows / 8 - 1);
     const bool early = EARLY && a->wait_in_tile && bx == 0; /* the second half runs after the waits */
 
@@ -377,12 +407,13 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     if (early && evt_tile_wait(a)) return;
     if (warp >= EVT_TMA_CONSUMER_WARPS) return; /* warpgroup 1's other warps have nothing to do */
 
-    /* warpgroup 0: D (64 batch rows x NT weight rows per matrix) += x W^T */
-    float acc[NW][NT / 2];
+    /* warpgroup 0: D (64 batch rows x NT weight rows per matrix) += x W^T;
+       swapped (NB): D^T (64 weight rows x NB batch rows) += W x^T */
+    float acc[NW][NB ? NB / 2 : NT / 2]; /* a thread's accumulators per matrix (its share of a 64-row D) */
 #pragma unroll
     for (int q = 0; q < NW; q++)
 #pragma unroll
-        for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
+        for (int i = 0; i < (NB ? NB / 2 : NT / 2); i++) acc[q][i] = 0.f;
     int s = 0, kt = 0, p = 0;
     uint32_t par = phase;
     float ss = 0.f, sc[2] = {1.f, 1.f}; /* NORM: this thread's share of a row's sum; its output rows' scales */
@@ -403,15 +434,24 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
                 const uint64_t dx = evt_tma_desc(xs + (uint32_t)u * xp + 32u * kk);
-                evt_tma_wgmma<NT>(acc[0], dx, evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk));
-                if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], dx, evt_tma_desc(ws + (uint32_t)U * WREG + (uint32_t)u * wp + 32u * kk));
+                if constexpr (NB != 0) { /* the weights as A, x as B */
+                    evt_tma_wgmma<NB>(acc[0], evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk), dx);
+                    if (NW == 2) evt_tma_wgmma<NB>(acc[NW - 1], evt_tma_desc(ws + (uint32_t)U * WREG + (uint32_t)u * wp + 32u * kk), dx);
+                } else {
+                    evt_tma_wgmma<NT>(acc[0], dx, evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk));
+                    if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], dx, evt_tma_desc(ws + (uint32_t)U * WREG + (uint32_t)u * wp + 32u * kk));
+                }
             }
         }
         evt_tma_wg_commit();
         if (NORM && p == 0) ss = evt_tma_ss_stage(xs, xp, U, xrows, ss, threadIdx.x); /* beside the wgmmas */
         evt_tma_wg_wait_all(); /* the slot's data is read: release it */
         __syncwarp();
-        if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
+        if constexpr (EVT_TMA_RELEASING_WARPS == 4) {
+            if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
+        } else { /* the batch-65-128 kernel's barriers count both warpgroups' warps */
+            if (lane == 0) evt_tma_arrive_n(empty0 + 8 * s, EVT_TMA_RELEASING_WARPS / 4);
+        }
         if (++kt == KT) { /* the pass's rows are done */
             if (NORM && p == 0) { /* the rows' sums are complete: the scales of this thread's rows b0, b0 + 8 */
                 evt_tma_ss[threadIdx.x] = ss;
@@ -424,15 +464,20 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             const int64_t rw = n0 + (int64_t)p * NT;
             const int mine = (int)(n1 - rw < NT ? n1 - rw : NT);
 #pragma unroll
-            for (int i = 0; i < NT / 2; i++) {
+            for (int i = 0; i < (NB ? NB / 2 : NT / 2); i++) {
+                /* the fragment's row (a batch row; swapped, a weight row) and column */
                 int b = warp * 16 + (lane >> 2) + 8 * ((i >> 1) & 1), c = (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
-                const float f = sc[(i >> 1) & 1];
-                if (b < BH && c < mine) evt_llm_out<MODE>(a, bx + b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
+                if constexpr (NB != 0) {
+                    if (b < mine && c < B) evt_llm_out<MODE>(a, c, rw + b, acc[0][i], acc[NW - 1][i]);
+                } else {
+                    const float f = sc[(i >> 1) & 1];
+                    if (b < BH && c < mine) evt_llm_out<MODE>(a, bx + b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
+                }
             }
 #pragma unroll
             for (int q = 0; q < NW; q++)
 #pragma unroll
-                for (int i = 0; i < NT / 2; i++) acc[q][i] = 0.f;
+                for (int i = 0; i < (NB ? NB / 2 : NT / 2); i++) acc[q][i] = 0.f;
             kt = 0;
             p++;
         }
@@ -451,7 +496,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
         evt_tma_phase = phase ^ flip;
     }
 }
-#else
+#ifdef EVT_TMA_TWO_HALVES
 /* The batch-65-128 kernel's form (EVT_TMA_TWO_HALVES): x's rows [0, 64) and
    [64, B) as two boxes of each stage, warpgroup g multiplying box g against
    the stage's weights, so the band is streamed once (session 40's form ran
@@ -641,7 +686,19 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
                            ring, a->tma_ring_bytes};
     const int64_t rows = (n1 - n0 + 7) / 8 * 8;
 #ifdef EVT_TMA_TWO_HALVES
-#define EVT_TMA_RUN(NT) evt_tma_gemv_wide<MODE, NT, EARLY, NORM>(a, io, n0, n1);
+    /* one matrix, passes of at most EVT_TMA_SWAP_MAX_NT rows, batch 65 to
+       EVT_TMA_SWAP_MAX_B: the swapped product (evt_tma_gemv's NB, with its 8
+       KiB spare); else both warpgroups on a box of x each */
+#define EVT_TMA_RUN(NT)                                                                             \
+    if constexpr (!NORM && MODE <= 2 && NW == 1 && NT <= EVT_TMA_SWAP_MAX_NT) {                     \
+        if (B > 64 && B <= EVT_TMA_SWAP_MAX_B && a->tma_ring_bytes >= 2 * (EVT_TMA_SWAP_MAX_B * 128u + NT * 128u) + 8192u) { \
+            evt_tma_io spared = io;                                                                 \
+            spared.ring_bytes -= 8192u;                                                             \
+            evt_tma_gemv<MODE, NT, EARLY, NORM, EVT_TMA_SWAP_MAX_B>(a, spared, n0, n1, 0);          \
+            return true;                                                                            \
+        }                                                                                           \
+    }                                                                                               \
+    evt_tma_gemv_wide<MODE, NT, EARLY, NORM>(a, io, n0, n1);
 #else
 #define EVT_TMA_RUN(NT) evt_tma_gemv<MODE, NT, EARLY, NORM>(a, io, n0, n1, 0);
 #endif
