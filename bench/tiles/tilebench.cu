@@ -361,13 +361,18 @@ struct Shape { const char *name; int64_t H, nh, nkv, hd, I, V; };
 static int g_fail = 0, g_pass = 0;
 static void tally(const Result &r) { if (r.ok) g_pass++; else g_fail++; }
 
-static int64_t g_splits = 4; /* attention splits per (b, head) (--splits; the megakernel uses max(1, 132 / (B * nkv))) */
+/* tasks a call aims at, the rule every row below derives its tiles, runs and
+   chunks from (src/models/qwen3.c uses the same rules with target_tasks =
+   131, one fewer than the workers; here one a SM) */
+static const int64_t TB_TASKS = 132;
+static int64_t g_splits = 4; /* attention splits per (b, head) (--splits; the megakernel uses max(1, tasks / (B * nkv))) */
 static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
 {
     printf("\n== %s layer shapes, B=%lld, ctx %lld ==\n", s.name, (long long)B, (long long)ctx);
     const int64_t eps = 1000000, theta = 1000000, S = g_splits, PS = 16, MP = (ctx + 1 + PS - 1) / PS;
     int64_t H = s.H, nh = s.nh, nkv = s.nkv, hd = s.hd, I = s.I, V = s.V, nqkv = (nh + 2 * nkv) * hd;
-    int64_t T_qkv = pick_tiles(nqkv, 132, nqkv), T_o = pick_tiles(H, 132, H), T_up = pick_tiles(I, 132, I), NC = pick_tiles(V, 132, 256);
+    int64_t T_qkv = pick_tiles(nqkv, TB_TASKS, nqkv), T_o = pick_tiles(H, TB_TASKS, H), T_up = pick_tiles(I, TB_TASKS, I),
+            NC = pick_tiles(V, TB_TASKS, 256);
     double layer_us = 0, head_us = 0;
     std::vector<Ten *> ts;
     Result r;
@@ -420,10 +425,10 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     /* the fused form: q/k norm + RoPE, the new k/v and the split in one task
        (not added to the step estimate: it replaces the three above); then,
        where the batch gives the model's tasks a run of requests (R =
-       ceil(B x kv heads / 132) > 1, src/models/qwen3.c), the form the
+       ceil(B x kv heads / tasks) > 1, src/models/qwen3.c), the form the
        decode runs there: one split, runs of R requests a task (served in
        teams of warps, the last R % teams by the whole block or fewer teams) */
-    const int64_t R_run = std::max<int64_t>(1, (B * nkv + 131) / 132);
+    const int64_t R_run = std::max<int64_t>(1, (B * nkv + TB_TASKS - 1) / TB_TASKS);
     for (int form = 0; form < (R_run > 1 ? 2 : 1); form++) {
         const int64_t SS = form ? 1 : S, nb = form ? (B + R_run - 1) / R_run : B;
         mk(ts, "qkv", BF16, {B, nqkv}, 0, -2, 2); mk(ts, "wq", BF16, {hd}, 0, 0.8f, 1.2f); mk(ts, "wk", BF16, {hd}, 0, 0.8f, 1.2f);
@@ -489,8 +494,8 @@ static void bench_shape(const Shape &s, int64_t B, int64_t ctx, int64_t L)
     a = sqrtf(3.0f / H);
     mk(ts, "x", BF16, {B, H}, 0, -2, 2); mk(ts, "W", BF16, {V, H}, 0, -a, a, true); mk(ts, "y", BF16, {B, V}, 1, 0, 0);
     r = run_op<linear_cuda>("lm_head linear", evt_tile_linear, ts, {NC}, {NC}, 4, 1e-2); tally(r); head_us += r.us; free_all(ts);
-    /* the argmax's chunks per row as the model builder picks them (src/models/qwen3.c: about 132 tasks) */
-    const int64_t NA = std::max<int64_t>(1, std::min<int64_t>(V, 132 / B));
+    /* the argmax's chunks per row by the model builder's rule (src/models/qwen3.c: about one task a worker) */
+    const int64_t NA = std::max<int64_t>(1, std::min<int64_t>(V, TB_TASKS / B));
     mk(ts, "logits", BF16, {B, V}, 0, -8, 8); mk(ts, "pv", F32, {B, NA}, 1, 0, 0); mk(ts, "pi", I32, {B, NA}, 1, 0, 0);
     r = run_op<argmax_part_cuda>("argmax_part", evt_tile_argmax_part, ts, {}, {B, NA}, 0, 0); tally(r); head_us += r.us; free_all(ts);
     mk(ts, "pv", F32, {B, NA}, 0, -8, 8); mk(ts, "pi", I32, {B, NA}, 0, 0, (float)V); mk(ts, "next", I32, {B}, 1, 0, 0);

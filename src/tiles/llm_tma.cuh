@@ -309,7 +309,8 @@ static __shared__ float evt_tma_ss[128 * EVT_TMA_X_BOXES]; /* NORM: the two halv
 template <int MODE, int NT, bool EARLY, bool NORM, int NB = 0>
 __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_tma_io &io, int64_t n0, int64_t n1, int bx)
 {
-    static_assert(NB == 0 || (!NORM && MODE <= 2 && NT <= 64), "the swapped product has no norm and no row scales");
+    static_assert(NB == 0 || (!NORM && MODE <= 2 && evt_llm_nw<MODE>() == 1 && NT <= 64),
+                  "the swapped product: one matrix, no norm, no row scales");
     constexpr int NW = evt_llm_nw<MODE>();
     constexpr uint32_t WREG = NT * 128u, XREG = NB ? NB * 128u : 8192u; /* reserved per chunk: a matrix's rows, x's rows */
     const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
@@ -436,7 +437,6 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
                 const uint64_t dx = evt_tma_desc(xs + (uint32_t)u * xp + 32u * kk);
                 if constexpr (NB != 0) { /* the weights as A, x as B */
                     evt_tma_wgmma<NB>(acc[0], evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk), dx);
-                    if (NW == 2) evt_tma_wgmma<NB>(acc[NW - 1], evt_tma_desc(ws + (uint32_t)U * WREG + (uint32_t)u * wp + 32u * kk), dx);
                 } else {
                     evt_tma_wgmma<NT>(acc[0], dx, evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk));
                     if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], dx, evt_tma_desc(ws + (uint32_t)U * WREG + (uint32_t)u * wp + 32u * kk));
