@@ -345,6 +345,53 @@ static void records_and_tables(void **state)
     evt_diag_free(&d);
 }
 
+/* The evt_rec_calls row of call `name` in generated source src (malloc'd) */
+static char *rec_row(const char *src, const char *name)
+{
+    char tag[96];
+    snprintf(tag, sizeof tag, "}}, /* %s */", name);
+    const char *end = strstr(src, tag);
+    assert_non_null(end);
+    const char *start = end;
+    while (start > src && start[-1] != '\n') start--;
+    return strndup(start, (size_t)(end - start) + strlen(tag));
+}
+
+/* The shared record path (src/device/evt_rec_run.h): evt_dispatch sends a
+ * task with a record to evt_run_rec when its call's row in evt_rec_calls is
+ * generic. With early loads every call of the tiny Qwen3 step is (the GEMV
+ * and attention rows wait beside the tile: flags 7); a call whose template
+ * does more than the table says keeps its template: the GEMVs' L2 prefetch
+ * hook without early loads, the weight stream's rows. The table has a row
+ * per call and a sentinel. */
+static void the_shared_record_path(void **state)
+{
+    (void)state;
+    char *plain = tiny_qwen3_cuda((evt_compile_opts){0}), *early = tiny_qwen3_cuda((evt_compile_opts){.early_loads = 1}),
+         *streamed = tiny_qwen3_cuda((evt_compile_opts){.stream_weights = 1});
+    const int rows = count(early, "}}, /* "), sentinel = 1;
+    assert_true(rows >= 10);
+    assert_non_null(strstr(early, "evt_run_rec(C, W, call, R);"));
+    assert_non_null(strstr(early, "#include \"device/evt_rec_run.h\""));
+    assert_int_equal(count(early, "\n    {1, "), rows);                  /* every call */
+    /* layer 0's GEMVs and attention wait beside their tiles and notify
+       (flags 7), its norms wait before theirs (flags 5) */
+    const char *beside[] = {"l0_qkvproj", "l0_at", "l0_oproj", "l0_up", "l0_dn"};
+    for (int k = 0; k < 5; k++) {
+        char *row = rec_row(early, beside[k]);
+        if (!strstr(row, ", 7, 0, ")) fail_msg("%s: %s", beside[k], row);
+        free(row);
+    }
+    assert_true(count(early, ", 5, 0, ") >= 2);
+    assert_true(count(plain, "\n    {0, ") - sentinel >= 3);            /* the GEMVs with their hook */
+    assert_true(count(plain, "\n    {1, ") >= 3);                       /* norms, attention, merge */
+    assert_int_equal(count(plain, "\n    {0, ") - sentinel + count(plain, "\n    {1, "), rows);
+    assert_true(count(streamed, "\n    {0, ") - sentinel >= 3);         /* streamed GEMVs */
+    free(plain);
+    free(early);
+    free(streamed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +401,7 @@ int main(void)
         cmocka_unit_test(tile_options_compile),
         cmocka_unit_test(cuda_defines_in_source),
         cmocka_unit_test(records_and_tables),
+        cmocka_unit_test(the_shared_record_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

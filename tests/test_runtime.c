@@ -5,7 +5,8 @@
  *   - every example under every schedule, with chaos delays, with more
  *     workers than cores, many launches re-arming the counters in-kernel;
  *   - shapes changing between launches of one module (no recompilation);
- *   - the bind cache keeping every shape a server cycles through.
+ *   - the bind cache keeping every shape a server cycles through;
+ *   - integer arguments that are symbols, through the shared record path.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -146,6 +147,38 @@ static void bind_cache_keeps_shapes(void **state)
     evt_module_free(m);
 }
 
+/* The shared record path (src/device/evt_rec_run.h) takes a call's integer
+ * arguments from the generated table evt_rec_calls: constants as they are,
+ * symbols (sym_mask) from the bound values. A tile size given as a symbol
+ * must reach the tile as its value under every schedule, as the sequential
+ * reference computes it (passing the symbol's id, 1, would sum 1-wide
+ * tiles and fail the check). */
+static void symbol_arguments_on_the_record_path(void **state)
+{
+    (void)state;
+    const char *prog = "sym n = 4 in [1, 64]\nsym t = 32 in [8, 64]\n"
+                       "tensor A : f32[n * 32, 128] input = random(seed=1, lo=-1, hi=1)\n"
+                       "tensor P : f32[n * 32, 4] scratch\ntensor C : f32[n * 32] output\nevent E[n]\n"
+                       "call partial = rowsum_partial(A, P, t) over (i, j) in [n, 4] {\n    notify E[i]\n}\n"
+                       "call final = rowsum_final(P, C, t) over (i) in [n] {\n    wait E[i]\n}\n";
+    evt_module *m = h_build(prog);
+    /* both calls generic, one integer argument, symbol 1 (t) */
+    const char *src = evt_module_source(m, 0);
+    assert_non_null(strstr(src, "{1, 2, 2, 1, 4, 1, "));         /* partial: rank 2, notifies */
+    assert_non_null(strstr(src, "{INT64_C(1)}}, /* partial */"));
+    assert_non_null(strstr(src, "{1, 1, 2, 1, 1, 1, "));         /* final: rank 1, waits */
+    const char *sets[] = {"n=5", "t=32"};
+    for (int s = 0; s < 4; s++) {
+        evt_run_opts o = {.workers = 3, .timeout_s = 60, .chaos = (uint32_t)(s + 1), .chaos_max_ns = 2000};
+        o.sched = s == 1 ? EVT_SCHED_DYNAMIC : s == 2 ? EVT_SCHED_HYBRID : EVT_SCHED_STATIC;
+        o.computed_dispatch = s == 3; /* without records: the templates */
+        char *msg;
+        if (h_run_check(m, 2, sets, &o, (uint64_t)s, &msg)) fail_msg("sched %d: %s", s, msg);
+        free(msg);
+    }
+    evt_module_free(m);
+}
+
 int main(void)
 {
     /* instrument the generated kernels too when this binary runs under TSan */
@@ -157,6 +190,7 @@ int main(void)
         cmocka_unit_test(examples_all_schedules),
         cmocka_unit_test(changing_shapes),
         cmocka_unit_test(bind_cache_keeps_shapes),
+        cmocka_unit_test(symbol_arguments_on_the_record_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,25 @@ typedef struct evt_task_rec {
                                          out), then the notifies (one +1 each, repeats allowed) */
 } evt_task_rec;
 
+/* What the shared record path (evt_run_rec, src/device/evt_rec_run.h) needs
+ * to run a task of one call from its record: the generated code's
+ * evt_rec_calls[call]. Calls whose tasks it cannot run (generic 0) keep
+ * their template's own record path. Device-side only (not in evt_ctx). */
+enum {
+    EVT_RECF_WAITS = 1,    /* the call has waits: the record's list is waited for */
+    EVT_RECF_BESIDE = 2,   /* ... by warp 0 beside the tile (early_loads, CUDA) */
+    EVT_RECF_NOTIFIES = 4, /* the call notifies: the record's list, after one release fence */
+};
+typedef struct evt_rec_call {
+    int8_t generic;                   /* 1: evt_dispatch runs its record-driven tasks through evt_run_rec */
+    int8_t rank, nt, ni;              /* grid rank, tensors, integer arguments */
+    int8_t flags;                     /* EVT_RECF_* */
+    uint8_t sym_mask;                 /* bit k: iarg[k] is a symbol id (A->iarg[k] = C->sym[id]) */
+    int16_t tile;                     /* the tile: evt_rec_tile's case (CUDA), C->tile_fns' index (C) */
+    int32_t tensor[EVT_ABI_MAX_TENSORS]; /* tensor ids, in the operator's parameter order */
+    int64_t iarg[EVT_ABI_MAX_INTS];   /* constant integer arguments (or symbol ids) */
+} evt_rec_call;
+
 /* Weight-stream jobs (src/device/evt_stream.h): for each static worker, in
  * queue order, the band of weight rows each of its streaming tasks reads,
  * resolved on the host at bind time (src/runtime/bind_stream.c), so that

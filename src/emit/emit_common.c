@@ -4,11 +4,15 @@
  * coordinate, guards it against the bound shape, waits (leader), runs the
  * tile (all threads), arms data-dependent events, and notifies (leader);
  * per data-dependent event an arming function (histogram of its notify maps
- * over the valid tasks); a dispatch switch; then the shared persistent loop
- * (src/device/evt_loop.h). Only the tile call and the entry point differ.
+ * over the valid tasks); a table of what the shared record path
+ * (src/device/evt_rec_run.h) needs per call, which runs every task that has
+ * a record unless its call is not generic; a dispatch switch; then the
+ * shared persistent loop (src/device/evt_loop.h). Only the tile call and
+ * the entry point differ.
  * Maps become index arithmetic over v[] (coordinates and `for` variables)
  * and C->sym[] (bound symbols); tensor reads become checked evt_ld() calls.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "emit/emit.h"
@@ -433,6 +437,91 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     evt_pr(o, "        evt_trace_notified(C, task);\n    }\n}\n\n");
 }
 
+/* The tile function a call runs (CUDA), as its template calls it. */
+static void tile_name(char *buf, size_t n, const evt_plan *p, const evt_call *c)
+{
+    const evt_call_plan *cp = &p->call[c->id];
+    snprintf(buf, n, "%s%s_cuda", cp->decl ? cp->decl->name : c->op, cp->early_loads ? "_early" : "");
+}
+
+/* Whether call c's record-driven tasks can take the shared record path
+ * (evt_run_rec, src/device/evt_rec_run.h): the call has records, and its
+ * template's record path does nothing the table cannot say (no weight
+ * stream, no prefetch hook, no arming, integer arguments that are constants
+ * or symbols). */
+static int rec_generic(const evt_plan *p, const evt_call *c, evt_target tgt)
+{
+    const evt_call_plan *cp = &p->call[c->id];
+    if (!evt_call_has_records(p, c) || cp->narm || !cp->decl) return 0;
+    if (tgt == EVT_TARGET_CUDA && cp->streams) return 0;
+    int early = tgt == EVT_TARGET_CUDA && cp->early_loads;
+    if (c->prefetch && cp->decl->has_prefetch && tgt == EVT_TARGET_CUDA && !early) return 0;
+    int nt = 0, ni = 0;
+    for (int a = 0; a < c->nargs; a++) {
+        if (c->args[a].kind == EVT_ARG_TENSOR) nt++;
+        else if (c->args[a].value->op != EVT_E_CONST && c->args[a].value->op != EVT_E_SYM) return 0;
+        else ni++;
+    }
+    return nt <= EVT_ABI_MAX_TENSORS && ni <= EVT_ABI_MAX_INTS && ni <= 8;
+}
+
+/* evt_rec_calls (a row per call: what evt_run_rec reads), evt_rec_tile (the
+ * tiles by index) and the shared record path itself. */
+static void emit_rec_path(evt_printer *o, const evt_plan *p, evt_target tgt)
+{
+    const evt_graph *g = p->g;
+    int nc = g->ncalls, ntile = 0;
+    char (*tiles)[128] = calloc(nc + 1, sizeof *tiles);
+    if (!tiles) return;
+    evt_pr(o, "EVT_CONST_TABLE evt_rec_call evt_rec_calls[%d] = { /* the shared record path's rows (evt_rec_run.h) */\n", nc + 1);
+    for (int ci = 0; ci < nc; ci++) {
+        const evt_call *c = g->calls[ci];
+        const evt_call_plan *cp = &p->call[ci];
+        int gen = rec_generic(p, c, tgt), tile = 0;
+        if (gen && tgt == EVT_TARGET_CUDA) {
+            char name[128];
+            tile_name(name, sizeof name, p, c);
+            for (tile = 0; tile < ntile && strcmp(tiles[tile], name); tile++) {}
+            if (tile == ntile) memcpy(tiles[ntile++], name, sizeof name);
+        } else if (gen) {
+            tile = cp->op_index;
+        }
+        int nwaits = 0, nnotify = 0, nt = 0, ni = 0, sym = 0;
+        for (int k = 0; k < c->nedges; k++) {
+            nwaits += c->edges[k].kind == EVT_WAIT;
+            nnotify += c->edges[k].kind == EVT_NOTIFY;
+        }
+        int flags = (nwaits ? 1 : 0) | (nwaits && tgt == EVT_TARGET_CUDA && cp->early_loads ? 2 : 0) | (nnotify ? 4 : 0);
+        evt_pr(o, "    {%d, %d, ", gen, c->rank);
+        char tens[256] = "", ints[512] = "";
+        size_t tl = 0, il = 0;
+        for (int a = 0; gen && a < c->nargs; a++) {
+            if (c->args[a].kind == EVT_ARG_TENSOR) {
+                tl += (size_t)snprintf(tens + tl, sizeof tens - tl, "%s%d", nt++ ? ", " : "", c->args[a].tensor->id);
+            } else {
+                const evt_expr *e = c->args[a].value;
+                if (e->op == EVT_E_SYM) sym |= 1 << ni;
+                il += (size_t)snprintf(ints + il, sizeof ints - il, "%sINT64_C(%lld)", ni++ ? ", " : "",
+                                       e->op == EVT_E_SYM ? (long long)e->sym->id : (long long)e->value);
+            }
+        }
+        evt_pr(o, "%d, %d, %d, %d, %d, {%s}, {%s}}, /* %s */\n", nt, ni, flags, sym, tile, nt ? tens : "0", ni ? ints : "0",
+               c->name);
+    }
+    evt_pr(o, "    {0, 0, 0, 0, 0, 0, 0, {0}, {0}}};\n\n");
+    evt_pr(o, "/* the tiles of the calls above by evt_rec_calls[].tile */\n");
+    evt_pr(o, "EVT_DEV void evt_rec_tile(const evt_ctx *C, int tile, const evt_task_args *A)\n{\n");
+    if (tgt == EVT_TARGET_C) {
+        evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[tile])(A);\n");
+    } else {
+        evt_pr(o, "    (void)C;\n    switch (tile) {\n");
+        for (int k = 0; k < ntile; k++) evt_pr(o, "    case %d: %s(A); break;\n", k, tiles[k]);
+        evt_pr(o, "    default: break;\n    }\n");
+    }
+    evt_pr(o, "}\n\n#include \"device/evt_rec_run.h\"\n\n");
+    free(tiles);
+}
+
 /* One function per distinct call body; calls[i] -> template tpl[i] and its
  * id row (offset off[i] in one constant table). */
 static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
@@ -446,6 +535,7 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
         free(bodies); free(tpl); free(off); free(t);
         return;
     }
+    emit_rec_path(o, p, tgt);
     for (int c = 0; c < nc; c++) {
         memset(t, 0, sizeof *t);
         t->slots = 1;
@@ -476,6 +566,10 @@ static void emit_calls(evt_printer *o, const evt_plan *p, evt_target tgt)
     evt_pr(o, "%s0};\n\n", nrows ? ", " : "");
     evt_pr(o, "EVT_DEV void evt_dispatch(const evt_ctx *C, evt_worker *W, int call, int64_t lin, const int64_t *qext, "
               "const evt_task_rec *R)\n{\n");
+    /* a record with its lists: the shared record path, unless the call is
+       not generic or dynamic workers push early (the templates do that) */
+    evt_pr(o, "    if (R && R->nwait >= 0 && evt_rec_calls[call].generic && !(C->early_push && C->mode == EVT_MODE_DYNAMIC)) {\n");
+    evt_pr(o, "        evt_run_rec(C, W, call, R);\n        return;\n    }\n");
     evt_pr(o, "    const int32_t *ids = C->ids ? C->ids : evt_call_ids; /* the GPU's shared-memory copy, if any */\n");
     evt_pr(o, "    switch (call) { /* %d calls share %d templates */\n", nc, ntpl);
     for (int c = 0; c < nc; c++)

@@ -1,0 +1,97 @@
+/* evt_rec_run.h — the shared record path: one function that runs a task of
+ * any call from its task record (static workers with records, dynamic
+ * workers through C->trec), reading what differs between calls from the
+ * generated table evt_rec_calls[call] (src/device/evt_ctx.h).
+ *
+ * Why: every call template (evt_tpl_N) carried its own copy of this path,
+ * 6-11 KiB of machine code that a task's leader runs once. A batch-1 decode
+ * layer ran five tiles and four templates, ~125 KiB of code executed once per
+ * task, against an SM instruction cache of ~128 KiB (bench/icache.cu:
+ * straight code past it runs at ~5.5 cycles an instruction a warp, inside it
+ * at 1-2), and Nsight Compute sampled 20% of qwen3-0.6b's warps stalled with
+ * no instruction (bench/RESULTS.md session 45). One shared path keeps a
+ * layer's dispatch code the same few KiB for every call.
+ *
+ * It does what the template's record path does, in the same order (the
+ * trace stamps, the waits before the tile or beside it, one release fence
+ * before the record's notifies), and is taken only where that path would be:
+ * a record with its lists (R->nwait >= 0), a call marked generic (constant or
+ * symbol integer arguments, no weight stream, no prefetch hook, no arming),
+ * and no early push (evt_dispatch checks). Included by the generated code
+ * after evt_rec_calls and evt_rec_tile. */
+#ifndef EVT_REC_RUN_H
+#define EVT_REC_RUN_H
+
+EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const evt_task_rec *R)
+{
+    const evt_rec_call *D = &evt_rec_calls[call];
+    if (R->task < 0) return; /* outside the bound shape */
+    const int64_t task = R->task;
+    const int flags = D->flags;
+    int32_t tgt0 = -1; /* the leader's: its record's first wait target, loaded early */
+    if (EVT_LEADER) {
+        evt_trace_taken(C, task);
+        tgt0 = evt_rec_target0(C, R);
+        W->task = task;
+        W->skip = 0;
+        evt_task_args *A = &W->args;
+        const int64_t *X = C->ext + call * 4;
+        const int rank = D->rank, nt = D->nt, ni = D->ni;
+        A->ncoord = rank;
+        A->worker = W->id;
+        for (int k = 0; k < 4; k++) {
+            A->coord[k] = k < rank ? R->coord[k] : 0;
+            A->grid[k] = X[k];
+        }
+#ifdef __CUDACC__
+#pragma unroll 1
+#endif
+        for (int k = 0; k < nt; k++) A->t[k] = evt_ld_tensor(&C->tensors[D->tensor[k]]);
+        for (int k = 0; k < ni; k++) A->iarg[k] = D->sym_mask >> k & 1 ? C->sym[D->iarg[k]] : D->iarg[k];
+        A->ntensors = nt;
+        A->nints = ni;
+        A->stream = 0;
+        A->stream_at = 0;
+        A->wait_in_tile = 0;
+        A->tmaps = C->tmaps;
+        A->tma_ring_off = C->tma_ring_off;
+        A->tma_ring_bytes = C->tma_ring_bytes;
+        evt_trace_taken_at(C, task, 1); /* (a diagnostic: EVT_TRACE_TAKEN_AT) */
+        if (flags & EVT_RECF_BESIDE) {
+            A->wait_in_tile = 1; /* warp 0 waits beside the tile, below */
+        } else if (flags & EVT_RECF_WAITS) {
+            evt_trace_taken_at(C, task, 2);
+            if (evt_wait_rec(C, W, call, R, tgt0)) W->skip = 1;
+        }
+    }
+    EVT_SYNC();
+    if (W->skip) return;
+#ifdef __CUDACC__
+    if (W->args.wait_in_tile) { /* the other warps enter the tile, issue their weight loads and meet warp 0 there */
+        if (threadIdx.x < 32) {
+            if (EVT_LEADER) evt_trace_taken_at(C, task, 2);
+            if (EVT_LEADER && evt_wait_rec(C, W, call, R, tgt0)) W->skip = 1;
+            evt_trace_start(C, W, task);
+            __syncwarp();
+        }
+    } else {
+        evt_trace_start(C, W, task);
+    }
+#else
+    evt_trace_start(C, W, task);
+#endif
+    evt_rec_tile(C, D->tile, &W->args);
+    EVT_SYNC();
+    if ((flags & EVT_RECF_BESIDE) && W->skip) return; /* its own waits stopped (launch aborted) */
+    evt_trace_end(C, task); /* before notifies: consumers start after it */
+    if (((flags & EVT_RECF_NOTIFIES) ? EVT_REC_NOTIFIER(C) : EVT_LEADER) && C->mode != EVT_MODE_KBK) {
+        evt_chaos(C, W); /* chaos: delay before notifies */
+        if (flags & EVT_RECF_NOTIFIES) {
+            evt_notify_fence(); /* one release for all of this task's notifies */
+            evt_notify_rec(C, W, R);
+        }
+        evt_trace_notified(C, task);
+    }
+}
+
+#endif
