@@ -855,17 +855,21 @@ static void check_tolerance(void **state)
    takes the path, nor below 33, where the smaller L1 costs what it saves);
    and its norms */
 /* evt_decode's tile options: the batch-1-16 program of `--norms auto` leaves
- * the TMA GEMV out (it runs only at 17-64) and, unless the caller asks for
- * request runs, the attention's run loop (that program has one request per
- * attention task: decode_small_program_one_request); every program that may
- * run at the larger batches keeps both */
+ * the TMA GEMV out (it runs only at 17-64), the attention's staged first step
+ * and, unless the caller asks for request runs, the attention's run loop
+ * (that program has one request per attention task:
+ * decode_small_program_one_request); every program that may run at the
+ * larger batches keeps them */
 static void decode_cuda_defines_policy(void **state)
 {
     (void)state;
     for (int64_t b = 1; b <= 16; b++) {
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST");
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST");
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0), "EVT_LLM_NO_TMA"); /* runs asked for: the loop stays */
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0),
+                            "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1, 0),
+                            "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
+        /* runs asked for: the loop stays */
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0");
     }
     assert_null(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0));
     assert_null(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING));

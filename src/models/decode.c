@@ -166,11 +166,16 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
     return norms == EVT_NORMS_AUTO && evt_decode_fuse_norm(batch, norms, &fold);
 }
 
+/* The batch-1-16 program's kernel also leaves out the attention's staged
+   first step (EVT_LLM_ATTN_STAGE_FIRST=0): at batch 1 a task runs its tile's
+   code once and that code comes from L2 when a layer's does not fit the SM's
+   instruction cache, so less of it is faster (H200, bench/RESULTS.md session
+   45: qwen3-0.6b batch 1 -1.6%, 8 -1.0%, qwen3-8b batch 1 -0.3%, 8 -0.5%) */
 const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring)
 {
     if (!small_batch_program(batch, norms))
         return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES" : NULL;
-    return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST" : "EVT_LLM_NO_TMA";
+    return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0" : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0";
 }
 
 evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)

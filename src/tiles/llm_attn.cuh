@@ -62,7 +62,9 @@ __device__ unsigned long long *evt_attn_prof;
 #define EVT_ATTN_STAMP(k, thr) ((void)0)
 #endif
 #ifndef EVT_LLM_ATTN_STAGE_FIRST
-#define EVT_LLM_ATTN_STAGE_FIRST 1 /* 0: attn_rope_split loads its first step after the norm + RoPE (ablation) */
+#define EVT_LLM_ATTN_STAGE_FIRST 1 /* 0: attn_rope_split loads its first step after the norm + RoPE: evtc decode's
+                                     batch-1-16 kernel (evt_decode_cuda_defines), where the staging's code costs more
+                                     than it hides (H200, bench/RESULTS.md session 45: qwen3-0.6b batch 1 -1.6%) */
 #endif
 /* The fast path's staged first step (attn_rope_split: evt_llm_attn_stage_first)
    for warps 1-7 (warp 0 runs the task's waits: its loads could not start
