@@ -277,6 +277,29 @@ static void emit_task_of(evt_printer *o, const evt_call *c, ids *t)
     evt_pr(o, ";\n    }\n");
 }
 
+/* Edges of call c of one kind (EVT_WAIT, EVT_NOTIFY). */
+static int count_edges(const evt_call *c, evt_edge_kind kind)
+{
+    int n = 0;
+    for (int k = 0; k < c->nedges; k++) n += c->edges[k].kind == kind;
+    return n;
+}
+
+/* Whether call c's leader runs its tile's L2 prefetch hook before its waits
+ * (an annotated call whose weights neither stream nor load early). */
+static int runs_prefetch_hook(const evt_plan *p, const evt_call *c, evt_target tgt)
+{
+    const evt_call_plan *cp = &p->call[c->id];
+    return c->prefetch && cp->decl && cp->decl->has_prefetch && tgt == EVT_TARGET_CUDA && !cp->streams && !cp->early_loads;
+}
+
+/* The tile function a call runs (CUDA). */
+static void tile_name(char *buf, size_t n, const evt_plan *p, const evt_call *c)
+{
+    const evt_call_plan *cp = &p->call[c->id];
+    snprintf(buf, n, "%s%s_cuda", cp->decl ? cp->decl->name : c->op, cp->early_loads ? "_early" : "");
+}
+
 /* The body of call c's function, with ids as slots of t (see ids). */
 static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c, evt_target tgt, ids *t)
 {
@@ -294,7 +317,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
        slower per qwen3-0.6b token: two warp barriers on every GEMV task);
        a streaming call's weights come through the stream instead */
     int early = tgt == EVT_TARGET_CUDA && cp->early_loads; /* the tile runs the record's waits (evt_tile_wait) */
-    if (c->prefetch && decl && decl->has_prefetch && tgt == EVT_TARGET_CUDA && !cp->streams && !early)
+    if (runs_prefetch_hook(p, c, tgt))
         evt_pr(o, "        %s_prefetch_cuda(A); /* weights do not depend on the waits */\n", decl->name);
     /* early push: announce this task's static notifies at dispatch */
     int push = 0;
@@ -317,8 +340,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     }
     /* waits go through a batch (evt_waits: their counters are loaded
        together) */
-    int nwaits = 0;
-    for (int k = 0; k < c->nedges; k++) nwaits += c->edges[k].kind == EVT_WAIT;
+    const int nwaits = count_edges(c, EVT_WAIT);
     const int beside = early && nwaits && has_rec; /* the record's waits run beside the tile */
     if (beside) {
         /* run beside the tile, which issues its weight loads meanwhile */
@@ -383,8 +405,11 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     }
     if (tgt == EVT_TARGET_C)
         evt_pr(o, "    ((void (*)(const evt_task_args *))C->tile_fns[%d])(&W->args);\n", cp->op_index);
-    else
-        evt_pr(o, "    %s%s_cuda(&W->args);\n", decl ? decl->name : c->op, early ? "_early" : "");
+    else {
+        char name[128];
+        tile_name(name, sizeof name, p, c);
+        evt_pr(o, "    %s(&W->args);\n", name);
+    }
     evt_pr(o, "    EVT_SYNC();\n");
     if (beside) evt_pr(o, "    if (W->skip) return; /* its own waits stopped (launch aborted) */\n");
     evt_pr(o, "    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
@@ -403,8 +428,7 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         }
         evt_pr(o, "    }\n");
     }
-    int nnotify = 0;
-    for (int k = 0; k < c->nedges; k++) nnotify += c->edges[k].kind == EVT_NOTIFY;
+    const int nnotify = count_edges(c, EVT_NOTIFY);
     if (has_rec && nnotify) /* a record's notifies need no index checks: another thread may issue them (EVT_REC_NOTIFIER) */
         evt_pr(o, "    if ((R && R->nwait >= 0 ? EVT_REC_NOTIFIER(C) : EVT_LEADER) && C->mode != EVT_MODE_KBK) {\n");
     else
@@ -437,13 +461,6 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     evt_pr(o, "        evt_trace_notified(C, task);\n    }\n}\n\n");
 }
 
-/* The tile function a call runs (CUDA), as its template calls it. */
-static void tile_name(char *buf, size_t n, const evt_plan *p, const evt_call *c)
-{
-    const evt_call_plan *cp = &p->call[c->id];
-    snprintf(buf, n, "%s%s_cuda", cp->decl ? cp->decl->name : c->op, cp->early_loads ? "_early" : "");
-}
-
 /* Whether call c's record-driven tasks can take the shared record path
  * (evt_run_rec, src/device/evt_rec_run.h): the call has records, and its
  * template's record path does nothing the table cannot say (no weight
@@ -453,9 +470,7 @@ static int rec_generic(const evt_plan *p, const evt_call *c, evt_target tgt)
 {
     const evt_call_plan *cp = &p->call[c->id];
     if (!evt_call_has_records(p, c) || cp->narm || !cp->decl) return 0;
-    if (tgt == EVT_TARGET_CUDA && cp->streams) return 0;
-    int early = tgt == EVT_TARGET_CUDA && cp->early_loads;
-    if (c->prefetch && cp->decl->has_prefetch && tgt == EVT_TARGET_CUDA && !early) return 0;
+    if ((tgt == EVT_TARGET_CUDA && cp->streams) || runs_prefetch_hook(p, c, tgt)) return 0;
     int nt = 0, ni = 0;
     for (int a = 0; a < c->nargs; a++) {
         if (c->args[a].kind == EVT_ARG_TENSOR) nt++;
@@ -486,11 +501,8 @@ static void emit_rec_path(evt_printer *o, const evt_plan *p, evt_target tgt)
         } else if (gen) {
             tile = cp->op_index;
         }
-        int nwaits = 0, nnotify = 0, nt = 0, ni = 0, sym = 0;
-        for (int k = 0; k < c->nedges; k++) {
-            nwaits += c->edges[k].kind == EVT_WAIT;
-            nnotify += c->edges[k].kind == EVT_NOTIFY;
-        }
+        const int nwaits = count_edges(c, EVT_WAIT), nnotify = count_edges(c, EVT_NOTIFY);
+        int nt = 0, ni = 0, sym = 0;
         int flags = (nwaits ? 1 : 0) | (nwaits && tgt == EVT_TARGET_CUDA && cp->early_loads ? 2 : 0) | (nnotify ? 4 : 0);
         evt_pr(o, "    {%d, %d, ", gen, c->rank);
         char tens[256] = "", ints[512] = "";
