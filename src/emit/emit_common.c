@@ -503,7 +503,8 @@ static void emit_rec_path(evt_printer *o, const evt_plan *p, evt_target tgt)
         }
         const int nwaits = count_edges(c, EVT_WAIT), nnotify = count_edges(c, EVT_NOTIFY);
         int nt = 0, ni = 0, sym = 0;
-        int flags = (nwaits ? 1 : 0) | (nwaits && tgt == EVT_TARGET_CUDA && cp->early_loads ? 2 : 0) | (nnotify ? 4 : 0);
+        int flags = (nwaits ? EVT_RECF_WAITS : 0) | (nwaits && tgt == EVT_TARGET_CUDA && cp->early_loads ? EVT_RECF_BESIDE : 0) |
+                    (nnotify ? EVT_RECF_NOTIFIES : 0);
         evt_pr(o, "    {%d, %d, ", gen, c->rank);
         char tens[256] = "", ints[512] = "";
         size_t tl = 0, il = 0;
