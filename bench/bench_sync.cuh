@@ -1,5 +1,5 @@
 /* bench_sync.cuh — what the single-file GPU microbenchmarks of bench/
- * (handoff.cu, notify_stall.cu, ll_handoff.cu, kv_stream.cu, x_reread.cu, x_multicast.cu,
+ * (handoff.cu, notify_stall.cu, ll_handoff.cu, kv_stream.cu, x_reread.cu, x_multicast.cu, icache.cu,
  * stream_bw.cu)
  * share: the CUDA-call checks, the device-side timer and protocol loads,
  * each spelled as the runtime's PTX spells it (src/device/evt_device.h),

@@ -16,20 +16,7 @@
  *
  * Prints one line per (blocks, warps per block, size): cycles per
  * instruction per warp, cold and warm (median over the warps of block 0). */
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "bench_sync.cuh" /* CK */
 
 /* 16 FMAs over 8 independent accumulators (ptxas cannot fold them: m and c
    are runtime values), 256 bytes of code */

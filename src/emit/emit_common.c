@@ -477,8 +477,9 @@ static int rec_generic(const evt_plan *p, const evt_call *c, evt_target tgt)
         else if (c->args[a].value->op != EVT_E_CONST && c->args[a].value->op != EVT_E_SYM) return 0;
         else ni++;
     }
-    return nt <= EVT_ABI_MAX_TENSORS && ni <= EVT_ABI_MAX_INTS && ni <= 8;
+    return nt <= EVT_ABI_MAX_TENSORS && ni <= EVT_ABI_MAX_INTS;
 }
+_Static_assert(EVT_ABI_MAX_INTS <= 8, "evt_rec_call.sym_mask has a bit per integer argument");
 
 /* evt_rec_calls (a row per call: what evt_run_rec reads), evt_rec_tile (the
  * tiles by index) and the shared record path itself. */

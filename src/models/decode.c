@@ -175,7 +175,8 @@ const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64
 {
     if (!small_batch_program(batch, norms))
         return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES" : NULL;
-    return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0" : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0";
+    return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
+                          : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0";
 }
 
 evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
