@@ -2,7 +2,10 @@
  * in llm.c): row tiles, the mma.sync unit, the fused-norm row scales, the
  * small- and large-batch unit shapes and the scalar fallback, behind
  * evt_llm_gemv<MODE, NORM> (linear, linear_res, mlp_up, their rms_
- * forms, and ss_linear / ss_mlp_up as MODE 3 and 4). Included by llm.cuh,
+ * forms, and ss_linear / ss_mlp_up as MODE 3 and 4). At batch <= 8 the
+ * one-matrix forms share one function, evt_llm_gemv_small (at batch 1 a
+ * task runs its code once, so code shared is code the instruction cache
+ * holds). Included by llm.cuh,
  * whose helpers (loads, the shared scratch) it uses and which defines the
  * tile entry points; see the header of llm.cuh for the method. */
 #ifndef EVT_TILE_LLM_GEMV_CUH
@@ -50,12 +53,21 @@ __device__ __forceinline__ float evt_llm_ss_scale(const evt_task_args *a, int64_
     return b < q.dim[0] ? 1.0f / sqrtf(((const float *)q.ptr)[b] / (float)a->t[0].dim[1] + (float)a->iarg[1] * 1e-12f) : NAN;
 }
 
+/* MODE -1: linear (0) or linear_res (1) chosen at run time, the form of the
+   batch <= 8 path that linear, linear_res and rms_linear share
+   (evt_llm_gemv_small below). */
+#define EVT_LLM_MODE_RT (-1)
+
 /* Epilogue: MODE 0 y = acc, 1 y = r + acc, 2 y = silu(g) * u; 3 and 4 as 0
-   and 2 (ss_linear, ss_mlp_up: g and u arrive scaled by evt_llm_ss_scale). */
+   and 2 (ss_linear, ss_mlp_up: g and u arrive scaled by evt_llm_ss_scale);
+   MODE -1 as 1 where res, else as 0. */
 template <int MODE>
-__device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, int64_t n, float g, float u)
+__device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, int64_t n, float g, float u, bool res = MODE == 1)
 {
-    if (MODE == 3 || MODE == 4) {
+    if constexpr (MODE == EVT_LLM_MODE_RT) {
+        if (res) evt_llm_out<1>(a, b, n, g, u);
+        else evt_llm_out<0>(a, b, n, g, u);
+    } else if (MODE == 3 || MODE == 4) {
         evt_bf16 *y = (evt_bf16 *)a->t[MODE == 3 ? 2 : 3].ptr;
         int64_t N = a->t[1].dim[0];
         if (MODE == 3) evt_llm_st(y, b * N + n, g);
@@ -97,7 +109,7 @@ template <int NB8, int NW, int RT, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *W0, const evt_bf16 *W1, int64_t K, int64_t wrow0,
                                              int64_t n0, int64_t n1, int64_t b0, int64_t B, int64_t c0, int64_t c1,
                                              float acc[NW][RT][NB8][4], float (&ss)[NB8], const evt_task_args *wa, int part = 0,
-                                             int parts = 1)
+                                             int parts = 1, bool norm = NORM)
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     bool rok[RT][2];
@@ -180,7 +192,7 @@ __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
                 for (int j = 0; j < NB8; j++) xv[u][j] = kok && xok[j] ? evt_llm_ldx(xp[j] + k) : z;
             }
         }
-        if (NORM) { /* the rows' sums of squares from the x fragments as loaded */
+        if (NORM && norm) { /* the rows' sums of squares from the x fragments as loaded */
 #pragma unroll
             for (int u = 0; u < UN; u++)
 #pragma unroll
@@ -228,10 +240,13 @@ __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { retu
 #endif
 
 /* Rows [n0, n1) of the task's output, weights at W0 (W1) as evt_llm_unit. */
+/* norm, res: NORM and MODE == 1 at run time where the template says "may"
+   (NORM true, MODE -1: evt_llm_gemv_small); elsewhere constants. */
 template <int MODE, int NB8, int RT, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
-                                                 int64_t n0, int64_t n1)
+                                                 int64_t n0, int64_t n1, bool norm = NORM, bool res = MODE == 1)
 {
+    const bool nrm = NORM && norm;
     constexpr int NW = evt_llm_nw<MODE>();
     constexpr int BB = 8 * NB8, RB = 16 * RT;
     const evt_bf16 *x = (const evt_bf16 *)a->t[0].ptr;
@@ -245,7 +260,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int ksplit = U >= nwarps ? 1 : nwarps / U;
     if (ksplit > nch) ksplit = nch;
-    const int SSF = NORM ? nbg * BB : 0; /* a k split's sums of squares (rows of x) after the partials */
+    const int SSF = nrm ? nbg * BB : 0; /* a k split's sums of squares (rows of x) after the partials */
     if (ksplit * (U * RB * BB * NW + SSF) > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW + SSF);
     if (ksplit < 1) ksplit = 1;
     /* EARLY: the task's barrier with warp 0's waits (evt_tile_wait, once in
@@ -255,7 +270,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
        of the x it loads (its k range of its batch rows), so the row scales
        cost no pass over x of their own and need nothing before the units */
     const evt_task_args *wa = EARLY ? a : nullptr;
-    const float eps = evt_llm_norm_eps<NORM>(a);
+    const float eps = nrm ? evt_llm_norm_eps<NORM>(a) : 0.f;
     if (EARLY && NB8 > EVT_LLM_EARLY_MAX_NB8) {
         if (evt_tile_wait(a)) return;
         wa = nullptr;
@@ -265,7 +280,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
             int rt = u / nbg, bg = u % nbg;
             float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
-            if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, r0, n1, b0, B, 0, nch, acc, ss, wa)) return;
+            if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, r0, n1, b0, B, 0, nch, acc, ss, wa, 0, 1, nrm)) return;
             wa = nullptr;
             /* the unit covered all of K: its sums are the rows' whole sums;
                output (e & 1) of lane t is batch row 2t + (e & 1), whose sum
@@ -274,7 +289,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
 #pragma unroll
             for (int j = 0; j < NB8; j++) {
                 sc[j][0] = sc[j][1] = 1.f;
-                if (NORM) {
+                if (nrm) {
                     float r = evt_llm_ss_rows(ss[j]);
                     sc[j][0] = evt_llm_rms_scale(__shfl_sync(0xffffffffu, r, 8 * t), K, eps);
                     sc[j][1] = evt_llm_rms_scale(__shfl_sync(0xffffffffu, r, 8 * t + 4), K, eps);
@@ -292,7 +307,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
                     for (int e = 0; e < 4; e++) {
                         int64_t n = r0 + r * 16 + g + (e >> 1) * 8, b = b0 + 8 * j + 2 * t + (e & 1);
                         if (n < n1 && b < B)
-                            evt_llm_out<MODE>(a, b, n, acc[0][r][j][e] * sc[j][e & 1], acc[NW - 1][r][j][e] * sc[j][e & 1]);
+                            evt_llm_out<MODE>(a, b, n, acc[0][r][j][e] * sc[j][e & 1], acc[NW - 1][r][j][e] * sc[j][e & 1], res);
                     }
         }
         if (EARLY && wa) evt_tile_wait(wa); /* a warp without units (the result is the other threads') */
@@ -317,9 +332,9 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
         const int c0 = ILV ? 0 : nch * ks / ksplit, c1 = ILV ? nch : nch * (ks + 1) / ksplit;
         float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
         if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc, ss, wa,
-                                                        ILV ? ks : 0, ILV ? ksplit : 1))
+                                                        ILV ? ks : 0, ILV ? ksplit : 1, nrm))
             return;
-        if (NORM) {
+        if (nrm) {
 #pragma unroll
             for (int j = 0; j < NB8; j++) {
                 float r = evt_llm_ss_rows(ss[j]);
@@ -351,13 +366,13 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
             s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * BB + bb];
         }
         float sc = 1.f;
-        if (NORM) { /* the k splits' sums in order */
+        if (nrm) { /* the k splits' sums in order */
             float q = 0;
             for (int ks = 0; ks < ksplit; ks++) q += sspart[(ks * nbg + u % nbg) * BB + bb];
             sc = evt_llm_rms_scale(q, K, eps);
         }
         if constexpr (MODE >= 3) sc = evt_llm_ss_scale<MODE>(a, b);
-        evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc);
+        evt_llm_out<MODE>(a, b, n, s0 * sc, s1 * sc, res);
     }
 }
 
@@ -390,13 +405,32 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
     }
 }
 
+/* The batch <= 8 path of linear, linear_res and rms_linear (QKV, O, down and
+ * the LM head of a decode step) as one function, the mode and the norm
+ * arguments: at batch 1 a task runs its tile's code once, and a step's code
+ * past the SM's instruction cache runs from L2 at ~3-5x the cycles
+ * (bench/icache.cu, bench/RESULTS.md session 45). With one copy, QKV runs the
+ * code the down projection before it left in the cache. */
+#ifndef EVT_LLM_SHARED_SMALL
+#define EVT_LLM_SHARED_SMALL 1 /* 0: each tile its own copy (the ablation) */
+#endif
+template <bool EARLY>
+__device__ __noinline__ void evt_llm_gemv_small(const evt_task_args *a, const evt_bf16 *W, int64_t n0, int64_t n1, bool res, bool norm)
+{
+    evt_llm_gemv_mma<EVT_LLM_MODE_RT, 1, 1, true, false, EARLY>(a, W, W, 0, n0, n1, norm, res);
+}
+
 /* Rows [n0, n1) from W0 (W1), nr of them per tile at most: the unit shapes. */
 template <int MODE, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_rows(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
                                                   int64_t n0, int64_t n1, int64_t nr)
 {
     int64_t B = a->t[0].dim[0];
-    if (B <= 8) { evt_llm_gemv_mma<MODE, 1, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1); return; }
+    if (B <= 8) {
+        if constexpr ((MODE == 0 || MODE == 1) && !SM && EVT_LLM_SHARED_SMALL) evt_llm_gemv_small<EARLY>(a, W0, n0, n1, MODE == 1, NORM);
+        else evt_llm_gemv_mma<MODE, 1, 1, NORM, SM, EARLY>(a, W0, W1, wrow0, n0, n1);
+        return;
+    }
     /* Larger batches. "Wide" units hold every batch row (up to 64; beyond,
      * two passes) and one 16-row tile, so each weight row is loaded once
      * per task; narrower units (16 or 32 batch rows, up to 4 row tiles
