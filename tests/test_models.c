@@ -859,7 +859,8 @@ static void check_tolerance(void **state)
  * and, unless the caller asks for request runs, the attention's run loop
  * (that program has one request per attention task:
  * decode_small_program_one_request); every program that may run at the
- * larger batches keeps them */
+ * larger batches keeps them, and the batch <= 8 GEMV copies and merge loop
+ * that its kernel replaces */
 static void decode_cuda_defines_policy(void **state)
 {
     (void)state;
@@ -871,16 +872,20 @@ static void decode_cuda_defines_policy(void **state)
         /* runs asked for: the loop stays */
         assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0");
     }
-    assert_null(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0));
-    assert_null(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING));
-    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0, 0));
-    assert_null(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0, 0));
-    assert_null(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0));
+    /* the other programs keep each GEMV's own batch <= 8 copy and the split merge's loop */
+    const char *large = "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0";
+    assert_string_equal(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0), large);
+    assert_string_equal(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING), large);
+    assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0, 0), large);
+    assert_string_equal(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0, 0), large);
+    assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0), large);
     /* above batch 64 x's second box, only where the run has a ring */
-    assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING), "EVT_TMA_TWO_HALVES");
-    assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304), "EVT_TMA_TWO_HALVES");
-    assert_null(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0));
-    assert_null(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, -1));
+    assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING),
+                        "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0");
+    assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304),
+                        "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0");
+    assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0), large);
+    assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, -1), large);
 }
 
 /* the program evt_decode builds: one request per attention task where

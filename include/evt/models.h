@@ -147,7 +147,9 @@ int evt_decode_tma_ring(int64_t batch, int requested);
    it) is 0 or 1, "EVT_LLM_ATTN_ONE_REQUEST": evt_decode builds that program
    with one request per attention task, so its kernel leaves the request
    runs' loop out too (code a kernel carries and never runs cost batch 1
-   0.8-2.7%, session 37). A kernel with EVT_LLM_ATTN_ONE_REQUEST serves only
+   0.8-2.7%, session 37); and "EVT_LLM_ATTN_STAGE_FIRST=0", the attention
+   without its staged first step (less code: batch 1 0.3-1.6% faster,
+   session 45). A kernel with EVT_LLM_ATTN_ONE_REQUEST serves only
    programs whose attn_rope_split grids have the batch as first extent
    (evt_compile refuses others).
    Above batch EVT_DECODE_TMA_WIDE_BATCH with a ring (tma_ring > 0, as
@@ -155,7 +157,11 @@ int evt_decode_tma_ring(int64_t batch, int requested);
    box of x and its second multiplying warpgroup, in a kernel of its own:
    code for batches above 64 in the kernel of batch 17-64 made one form of
    it 3.2-3.8% slower there (session 40).
-   NULL otherwise (a program that may run at any batch keeps both). */
+   Every kernel but the batch-1-16 one also gets "EVT_LLM_SHARED_SMALL=0
+   EVT_LLM_MERGE_LOADS_AT_ONCE=0": its GEMV tiles keep their own batch <= 8
+   code and the split merge its loop, the machine code as before session 46
+   (the shared form serves batch 1-8, and compiled into the batch-17-64
+   kernel it measured 1.9% slower at qwen3-0.6b batch 64). */
 const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring);
 
 typedef struct evt_decode_opts {

@@ -170,11 +170,17 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
    first step (EVT_LLM_ATTN_STAGE_FIRST=0): at batch 1 a task runs its tile's
    code once and that code comes from L2 when a layer's does not fit the SM's
    instruction cache, so less of it is faster (H200, bench/RESULTS.md session
-   45: qwen3-0.6b batch 1 -1.6%, 8 -1.0%, qwen3-8b batch 1 -0.3%, 8 -0.5%) */
+   45: qwen3-0.6b batch 1 -1.6%, 8 -1.0%, qwen3-8b batch 1 -0.3%, 8 -0.5%).
+   The other kernels keep the batch <= 8 GEMV as each tile's own copy and the
+   split merge's loop (EVT_LLM_SHARED_SMALL=0, EVT_LLM_MERGE_LOADS_AT_ONCE=0:
+   their machine code as before those, session 46; they run neither at the
+   batches they serve, and qwen3-0.6b batch 64 measured 1.9% slower with the
+   shared GEMV compiled in) */
+#define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0"
 const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring)
 {
     if (!small_batch_program(batch, norms))
-        return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES" : NULL;
+        return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES " EVT_DECODE_LARGE_DEFINES : EVT_DECODE_LARGE_DEFINES;
     return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
                           : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0";
 }

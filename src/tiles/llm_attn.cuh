@@ -544,6 +544,39 @@ __device__ __forceinline__ void evt_llm_merge_heads(const float *part, evt_bf16 
         }
         return;
     }
+#ifndef EVT_LLM_MERGE_LOADS_AT_ONCE
+#define EVT_LLM_MERGE_LOADS_AT_ONCE 1 /* 0: the splits' loads in the loop below (the ablation, and the decode's
+                                         larger-batch kernels: evt_decode_cuda_defines) */
+#endif
+    if (EVT_LLM_MERGE_LOADS_AT_ONCE && S <= 8) { /* batches up to 16: every split's (max, sum) and value in flight at once
+                                                    (one round trip to L2 instead of a chain of them), then the loops
+                                                    below over registers: the same float operations in the same order */
+        for (int64_t e = threadIdx.x; e < G * hd; e += evt_tile_threads()) {
+            int64_t h = h0 + e / hd, i = e % hd;
+            const float *p = part + (b * nh + h) * S * (hd + 2);
+            float pm[8], pl[8], pv[8];
+#pragma unroll
+            for (int s = 0; s < 8; s++) {
+                const float *ps = p + (s < S ? s : 0) * (hd + 2);
+                pm[s] = ps[0];
+                pl[s] = ps[1];
+                pv[s] = ps[2 + i];
+            }
+            float M = -INFINITY, L = 0, acc = 0;
+#pragma unroll
+            for (int s = 0; s < 8; s++)
+                if (s < S) M = fmaxf(M, pm[s]);
+#pragma unroll
+            for (int s = 0; s < 8; s++) {
+                if (s >= S || pl[s] == 0) continue; /* past the splits; an empty split */
+                float w = expf(pm[s] - M);
+                L += pl[s] * w;
+                acc += pv[s] * w;
+            }
+            evt_llm_st(o, b * nh * hd + h * hd + i, L != 0.f ? acc / L : 0.f); /* NaN partials: NaN */
+        }
+        return;
+    }
     for (int64_t e = threadIdx.x; e < G * hd; e += evt_tile_threads()) {
         int64_t h = h0 + e / hd, i = e % hd;
         const float *p = part + (b * nh + h) * S * (hd + 2);

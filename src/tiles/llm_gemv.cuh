@@ -412,7 +412,8 @@ __device__ __forceinline__ void evt_llm_gemv_scalar(const evt_task_args *a)
  * (bench/icache.cu, bench/RESULTS.md session 45). With one copy, QKV runs the
  * code the down projection before it left in the cache. */
 #ifndef EVT_LLM_SHARED_SMALL
-#define EVT_LLM_SHARED_SMALL 1 /* 0: each tile its own copy (the ablation) */
+#define EVT_LLM_SHARED_SMALL 1 /* 0: each tile its own copy (the ablation, and the decode's larger-batch kernels:
+                                  evt_decode_cuda_defines) */
 #endif
 template <bool EARLY>
 __device__ __noinline__ void evt_llm_gemv_small(const evt_task_args *a, const evt_bf16 *W, int64_t n0, int64_t n1, bool res, bool norm)
