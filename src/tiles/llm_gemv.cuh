@@ -239,9 +239,9 @@ __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { retu
                                    28-32 bytes in the megakernel's attention tile. 1: batch <= 8 only */
 #endif
 
-/* Rows [n0, n1) of the task's output, weights at W0 (W1) as evt_llm_unit. */
-/* norm, res: NORM and MODE == 1 at run time where the template says "may"
-   (NORM true, MODE -1: evt_llm_gemv_small); elsewhere constants. */
+/* Rows [n0, n1) of the task's output, weights at W0 (W1) as evt_llm_unit.
+   norm, res: NORM and MODE == 1 at run time where the template says "may"
+   (NORM true, MODE -1: evt_llm_gemv_small); elsewhere the constants. */
 template <int MODE, int NB8, int RT, bool NORM, bool SM, bool EARLY>
 __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const evt_bf16 *W0, const evt_bf16 *W1, int64_t wrow0,
                                                  int64_t n0, int64_t n1, bool norm = NORM, bool res = MODE == 1)
