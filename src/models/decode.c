@@ -180,7 +180,8 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
 const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring)
 {
     if (!small_batch_program(batch, norms))
-        return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES " EVT_DECODE_LARGE_DEFINES : EVT_DECODE_LARGE_DEFINES;
+        return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES " EVT_DECODE_LARGE_DEFINES
+                                                                 : EVT_DECODE_LARGE_DEFINES;
     return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
                           : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0";
 }
