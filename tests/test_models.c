@@ -914,6 +914,75 @@ static void decode_small_program_one_request(void **state)
     }
 }
 
+/* the LM head's tiles: two waves of target_tasks in the batch-1-16 program
+   (evt_qwen3_opts.lm_waves), the fewest multiple with at most 256 rows a
+   tile above it, as many as asked for (at most one a vocabulary row); and
+   any tiling computes the same logits, bitwise, on the CPU backend */
+static void decode_lm_head_waves(void **state)
+{
+    (void)state;
+    static const struct { const char *model; int64_t batch, waves; evt_decode_norms norms; const char *lm; } v[] = {
+        {"qwen3-0.6b", 1, 0, EVT_NORMS_AUTO, "logits, 262) over (nb) in [262]"},
+        {"qwen3-0.6b", 16, 0, EVT_NORMS_AUTO, "logits, 262) over (nb) in [262]"},
+        {"qwen3-0.6b", 17, 0, EVT_NORMS_AUTO, "logits, 655) over (nb) in [655]"},
+        {"qwen3-0.6b", 1, 0, EVT_NORMS_CALLS, "logits, 655) over (nb) in [655]"},
+        {"qwen3-0.6b", 1, 1, EVT_NORMS_AUTO, "logits, 131) over (nb) in [131]"},
+        {"qwen3-8b", 64, 3, EVT_NORMS_AUTO, "logits, 393) over (nb) in [393]"},
+        {"examples/qwen3-tiny.json", 1, 0, EVT_NORMS_AUTO, "logits, 256) over (nb) in [256]"},
+        {"examples/qwen3-tiny.json", 20, 0, EVT_NORMS_AUTO, "logits, 131) over (nb) in [131]"},
+        {"examples/qwen3-tiny.json", 1, 64, EVT_NORMS_AUTO, "logits, 256) over (nb) in [256]"},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        evt_decode_opts o = {.model = v[k].model, .batch = v[k].batch, .ctx = 8, .steps = 1, .norms = v[k].norms};
+        o.build.lm_waves = v[k].waves;
+        evt_qwen3_config c;
+        char *text = NULL;
+        evt_diag d = {0};
+        assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+        if (!strstr(text, v[k].lm)) fail_msg("%s batch %lld, lm_waves %lld: no '%s'", v[k].model, (long long)v[k].batch, (long long)v[k].waves, v[k].lm);
+        free(text);
+    }
+    /* one, two (the default here) and three waves: checked against the
+       sequential reference, and the same logits and tokens */
+    char dirs[3][48];
+    for (int k = 0; k < 3; k++) {
+        snprintf(dirs[k], sizeof dirs[k], "/tmp/evt_test_lm_waves_%d_%d", (int)getpid(), k);
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 3, .ctx = 17, .steps = 2, .backend = EVT_BACKEND_CPU,
+                             .check = 1, .quiet = 1, .dump_dir = dirs[k]};
+        o.run.workers = 3;
+        o.build.target_tasks = 50; /* 50, 100 and 150 tiles of the 256 rows: ragged */
+        o.build.lm_waves = k == 1 ? 0 : k + 1;
+        evt_decode_result r;
+        evt_diag d;
+        evt_diag_init(&d, "decode");
+        if (evt_decode(&o, &r, &d)) fail_msg("lm_waves %d: %s", k + 1, d.text);
+        assert_int_equal(r.steps_checked, 2);
+        assert_int_equal(r.check_failed, 0);
+        evt_diag_free(&d);
+    }
+    const char *files[] = {"step0_logits.bin", "tokens.bin"};
+    for (int k = 1; k < 3; k++)
+        for (int f = 0; f < 2; f++) {
+            size_t n[2];
+            char *buf[2];
+            for (int j = 0; j < 2; j++) {
+                char path[128];
+                snprintf(path, sizeof path, "%s/%s", dirs[j ? k : 0], files[f]);
+                buf[j] = read_all(path, &n[j]);
+                assert_non_null(buf[j]);
+            }
+            assert_int_equal(n[0], n[1]);
+            if (memcmp(buf[0], buf[1], n[0])) fail_msg("%s differs between one and %d waves of LM-head tiles", files[f], k + 1);
+            free(buf[0]);
+            free(buf[1]);
+        }
+    for (int k = 0; k < 3; k++) {
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dirs[k]);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
 /* a kernel without the run loop (EVT_LLM_ATTN_ONE_REQUEST) refuses a
    program whose attention tasks serve runs of requests, with a message that
    names the call, and takes the one-request program */
@@ -1159,6 +1228,7 @@ int main(void)
         cmocka_unit_test(decode_tma_ring_policy),
         cmocka_unit_test(decode_cuda_defines_policy),
         cmocka_unit_test(decode_small_program_one_request),
+        cmocka_unit_test(decode_lm_head_waves),
         cmocka_unit_test(one_request_define_refuses_runs),
         cmocka_unit_test(tiny_decode),
     };

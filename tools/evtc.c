@@ -37,7 +37,7 @@ typedef struct cli {
     /* decode */
     const char *model, *dump, *emit_program;
     int emit_only;
-    long long batch, ctx, steps, splits, page, tiles, attn_rows;
+    long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
     int no_early_loads;
@@ -63,6 +63,7 @@ static int usage(const char *msg)
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
+            "                [--lm-waves N]       (LM-head tiles: N x --tiles; default 2 up to batch 16, else tiles of at most 256 rows)\n"
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--attn-rows N]      (requests per attention task; default: as many as make the tasks\n"
             "                                      one wave, 1 up to batch 16; 1: one request a task, the ablation)\n"
@@ -177,6 +178,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--no-attn-early")) c->attn_no_early = 1;
         else if (!strcmp(a, "--qkv-per-head")) c->qkv_per_head = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
+        else if (!strcmp(a, "--lm-waves")) { NEED(); if (!parse_int(v, 1, 64, &c->lm_waves)) { fprintf(stderr, "evtc: --lm-waves %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--attn-rows")) { NEED(); if (!parse_int(v, 1, 128, &c->attn_rows)) { fprintf(stderr, "evtc: --attn-rows %s: expected 1..128\n", v); return 2; } }
         else if (!strcmp(a, "--page")) { NEED(); if (!parse_int(v, 1, 4096, &c->page)) { fprintf(stderr, "evtc: --page %s: expected 1..4096\n", v); return 2; } }
@@ -439,6 +441,7 @@ static int cmd_decode(cli *c)
     o.build.attn_splits = c->splits;
     o.build.attn_rows = c->attn_rows;
     o.build.target_tasks = c->tiles;
+    o.build.lm_waves = c->lm_waves;
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;
     o.norms = (evt_decode_norms)c->norms;

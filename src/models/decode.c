@@ -200,6 +200,8 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     /* the batch-1-16 program: one request per attention task (its kernel
        leaves the run loop out: evt_decode_cuda_defines) */
     if (!bo.attn_rows && small_batch_program(o->batch, o->norms)) bo.attn_rows = 1;
+    /* and the LM head in two waves of tiles (evt_qwen3_opts.lm_waves) */
+    if (!bo.lm_waves && small_batch_program(o->batch, o->norms)) bo.lm_waves = 2;
     if (!bo.max_batch) bo.max_batch = o->batch > 128 ? o->batch : 128;
     if (o->batch > bo.max_batch)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch %lld exceeds the program's bound %lld",
