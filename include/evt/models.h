@@ -78,9 +78,9 @@ typedef struct evt_qwen3_opts {
                               calls take unit weights, so both forms compute the same model from the
                               same matrices. 0 (the default): the norms keep their own random weights */
     int argmax_per_tile;   /* ablation: one argmax task per (row, LM-head tile), each waiting on its tile
-                              (B x 655 tasks for Qwen3's vocabulary, B x 262 in two waves), instead of about target_tasks
-                              argmax tasks in all (max(1, target_tasks / B) chunks per row) after the
-                              whole LM head */
+                              (B x 655 tasks for Qwen3's vocabulary, B x 262 in two waves), instead of
+                              about target_tasks argmax tasks in all (max(1, target_tasks / B) chunks per
+                              row) after the whole LM head */
     int merge_per_group;   /* ablation: one attention merge task per (row, kv group) at every batch, not
                               one per row above batch 16 */
     int merge_one_split;   /* ablation: attention merge tasks also when a request's cache is one split

@@ -229,7 +229,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     int64_t nqkv = (nh + 2 * nkv) * hd;
     int64_t T_qkv = pick_tiles(nqkv, op.target_tasks, nqkv), T_o = pick_tiles(H, op.target_tasks, H);
     int64_t T_up = pick_tiles(I, op.target_tasks, I), T_dn = T_o;
-    int64_t NC = op.lm_waves > 0 ? (op.lm_waves * op.target_tasks < V ? op.lm_waves * op.target_tasks : V) : pick_tiles(V, op.target_tasks, 256);
+    int64_t NC = op.lm_waves > 0 ? op.lm_waves * op.target_tasks : pick_tiles(V, op.target_tasks, 256);
+    if (NC > V) NC = V; /* at most one tile a vocabulary row */
     /* a QKV tile notifies every head its rows touch: F elements from its
        first row's head, clamped to its last row's head (a repeated element
        is notified twice; wait-count inference counts both) */
