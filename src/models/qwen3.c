@@ -141,9 +141,9 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c)
 }
 
 /* Tiles of a linear call over n rows: `target` (one wave of workers), or
- * fewer when rows are few; the LM head a multiple of target with at most 256
- * rows per tile, or opts.lm_waves x target. Tiles are ragged (llm.c: rows
- * [nb*n/T, (nb+1)*n/T)). */
+ * fewer when rows are few; with max_rows < n / target, the fewest multiple
+ * of target with at most max_rows rows per tile (the LM head's default).
+ * Tiles are ragged (llm.c: rows [nb*n/T, (nb+1)*n/T)). */
 static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 {
     int64_t T = target < n ? target : n;
@@ -229,8 +229,10 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     int64_t nqkv = (nh + 2 * nkv) * hd;
     int64_t T_qkv = pick_tiles(nqkv, op.target_tasks, nqkv), T_o = pick_tiles(H, op.target_tasks, H);
     int64_t T_up = pick_tiles(I, op.target_tasks, I), T_dn = T_o;
+    /* the LM head: lm_waves x target tiles, or tiles of at most 256 rows;
+       at most one tile a vocabulary row */
     int64_t NC = op.lm_waves > 0 ? op.lm_waves * op.target_tasks : pick_tiles(V, op.target_tasks, 256);
-    if (NC > V) NC = V; /* at most one tile a vocabulary row */
+    if (NC > V) NC = V;
     /* a QKV tile notifies every head its rows touch: F elements from its
        first row's head, clamped to its last row's head (a repeated element
        is notified twice; wait-count inference counts both) */
