@@ -63,7 +63,7 @@ static int usage(const char *msg)
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
-            "                [--lm-waves N]       (LM-head tiles: N x --tiles; default 2 up to batch 16, else tiles of at most 256 rows)\n"
+            "                [--lm-waves N]       (LM-head tiles: N x --tiles, at most one a vocabulary row; default 2)\n"
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--attn-rows N]      (requests per attention task; default: as many as make the tasks\n"
             "                                      one wave, 1 up to batch 16; 1: one request a task, the ablation)\n"

@@ -198,12 +198,11 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     bo.fuse_norm = evt_decode_fuse_norm(o->batch, o->norms, &bo.fold_norms);
     bo.norm_partials = o->norms == EVT_NORMS_PARTIALS;
     /* the batch-1-16 program: one request per attention task (its kernel
-       leaves the run loop out: evt_decode_cuda_defines) and the LM head in
-       two waves of tiles (evt_qwen3_opts.lm_waves) */
-    if (small_batch_program(o->batch, o->norms)) {
-        if (!bo.attn_rows) bo.attn_rows = 1;
-        if (!bo.lm_waves) bo.lm_waves = 2;
-    }
+       leaves the run loop out: evt_decode_cuda_defines); every program: the
+       LM head in two waves of tiles (evt_qwen3_opts.lm_waves; H200,
+       bench/RESULTS.md sessions 47-48) */
+    if (small_batch_program(o->batch, o->norms) && !bo.attn_rows) bo.attn_rows = 1;
+    if (!bo.lm_waves) bo.lm_waves = 2;
     if (!bo.max_batch) bo.max_batch = o->batch > 128 ? o->batch : 128;
     if (o->batch > bo.max_batch)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch %lld exceeds the program's bound %lld",
