@@ -54,7 +54,7 @@ typedef struct evt_qwen3_opts {
                               tile (5 waves for Qwen3's vocabulary). evt_decode takes 2 for every
                               program: each task's dispatch, wait and stream ramp paid twice a worker,
                               not five times (H200, bench/RESULTS.md sessions 47-48: qwen3-0.6b batch 1
-                              -0.9%, batch 32-128 -0.2 to -0.4%) */
+                              -0.9%, batch 32-128 -0.3 to -0.4%; qwen3-8b level to -0.15%) */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
     int qkv_per_head;      /* QKV as one counter per head (each attention task waits for the heads it
