@@ -916,8 +916,8 @@ static void decode_small_program_one_request(void **state)
 
 /* the LM head's tiles: two waves of target_tasks in every program evt_decode
    builds (evt_qwen3_opts.lm_waves), as many as asked for (at most one a
-   vocabulary row); and
-   any tiling computes the same logits, bitwise, on the CPU backend */
+   vocabulary row); and any tiling computes the same logits, bitwise, on the
+   CPU backend */
 static void decode_lm_head_waves(void **state)
 {
     (void)state;
