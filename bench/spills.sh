@@ -32,7 +32,7 @@ value=0 # the previous argument was an evtc option that takes a value
 for a in "$@"; do
     if [ $value = 1 ]; then evtc_flags+=("$a"); value=0; continue; fi
     case "$a" in
-        --batch|--norms|--define|--splits|--tiles|--page|--tma-ring|--workers|--lm-waves|--attn-rows) evtc_flags+=("$a"); value=1 ;;
+        --batch|--norms|--define|--splits|--tiles|--page|--tma-ring|--workers|--dn-slices|--lm-waves|--attn-rows) evtc_flags+=("$a"); value=1 ;;
         --*) evtc_flags+=("$a") ;;
         *) nvcc_flags+=("$a") ;;
     esac

@@ -914,6 +914,179 @@ static void decode_small_program_one_request(void **state)
     }
 }
 
+/* The down and O projections in k slices (evt_qwen3_opts.dn_slices, o_slices): linear_part's
+ * partials added by add_rmsnorm give linear_res + rmsnorm's rows (bitwise
+ * with one slice: 0 + p is p), within f32 rounding with more; the builder
+ * emits them only in the norm-calls program; decode steps with 1, 2 and 3
+ * slices pass --check and agree. */
+static void decode_down_slices(void **state)
+{
+    (void)state;
+    enum { B = 3, K = 96, N = 40, BANDS = 5 };
+    static uint16_t x[B * K], W[N * K], res[B * N], w[N], y0[B * N], h0[B * N], y1[B * N], h1[B * N];
+    static float part[3 * B * N];
+    for (int i = 0; i < B * K; i++) x[i] = bf(frand() * 2);
+    for (int i = 0; i < N * K; i++) W[i] = bf(frand() * 0.2f);
+    for (int i = 0; i < B * N; i++) res[i] = bf(frand());
+    for (int i = 0; i < N; i++) w[i] = bf(1 + frand() * 0.2f);
+    /* the reference: linear_res over BANDS tiles, then rmsnorm */
+    for (int nb = 0; nb < BANDS; nb++) {
+        evt_task_args a = {0};
+        a.ncoord = 1; a.coord[0] = nb; a.grid[0] = BANDS;
+        a.t[0] = ref(x, 2, B, K, 1, 1); a.t[1] = ref(W, 2, N, K, 1, 1); a.t[2] = ref(res, 2, B, N, 1, 1); a.t[3] = ref(y0, 2, B, N, 1, 1);
+        a.iarg[0] = BANDS;
+        evt_tile_linear_res(&a);
+    }
+    for (int b = 0; b < B; b++) {
+        evt_task_args a = {0};
+        a.ncoord = 1; a.coord[0] = b; a.grid[0] = B;
+        a.t[0] = ref(y0, 2, B, N, 1, 1); a.t[1] = ref(w, 1, N, 1, 1, 1); a.t[2] = ref(h0, 2, B, N, 1, 1);
+        a.iarg[0] = 1000000;
+        evt_tile_rmsnorm(&a);
+    }
+    for (int KP = 1; KP <= 3; KP++) {
+        for (int i = 0; i < KP * B * N; i++) part[i] = NAN; /* every partial must be written */
+        memset(y1, 0xff, sizeof y1);
+        memset(h1, 0xff, sizeof h1);
+        for (int k = 0; k < KP * BANDS; k++) {
+            evt_task_args a = {0};
+            a.ncoord = 1; a.coord[0] = (k * 7) % (KP * BANDS); a.grid[0] = KP * BANDS;
+            a.t[0] = ref(x, 2, B, K, 1, 1); a.t[1] = ref(W, 2, N, K, 1, 1); a.t[2] = ref(part, 3, KP, B, N, 1);
+            evt_tile_linear_part(&a);
+        }
+        for (int b = 0; b < B; b++) {
+            evt_task_args a = {0};
+            a.ncoord = 1; a.coord[0] = b; a.grid[0] = B;
+            a.t[0] = ref(res, 2, B, N, 1, 1); a.t[1] = ref(part, 3, KP, B, N, 1); a.t[2] = ref(w, 1, N, 1, 1, 1);
+            a.t[3] = ref(y1, 2, B, N, 1, 1); a.t[4] = ref(h1, 2, B, N, 1, 1);
+            a.iarg[0] = 1000000;
+            evt_tile_add_rmsnorm(&a);
+        }
+        if (KP == 1) {
+            assert_memory_equal(y0, y1, sizeof y0);
+            assert_memory_equal(h0, h1, sizeof h0);
+        }
+        for (int i = 0; i < B * N; i++) {
+            double want = fb(res[i]);
+            for (int k = 0; k < K; k++) want += fb(x[i / N * K + k]) * fb(W[i % N * K + k]);
+            near(fb(y1[i]), want, fabs(want), "add_rmsnorm's residual row");
+            near(fb(h1[i]), fb(h0[i]), fabs(fb(h0[i])), "add_rmsnorm's normed row");
+        }
+    }
+    /* the programs: linear_part and add_rmsnorm only with norm calls */
+    static const struct { const char *model; int64_t batch, slices; evt_decode_norms norms; const char *want, *not; } v[] = {
+        {"qwen3-8b", 64, 2, EVT_NORMS_AUTO, "linear_part(l35_a, l35_wd, l35_dp) over (nb) in [(1 + 1 * min(1, 64 / B) * min(1, B / 33)) * (131 / ", "linear_res(l35_a"},
+        {"qwen3-8b", 64, 2, EVT_NORMS_AUTO, "call final = add_rmsnorm(l35_xa, l35_dp, final_norm, x36, hf", "call final = rmsnorm"},
+        {"qwen3-8b", 1, 2, EVT_NORMS_AUTO, "rms_linear(", "linear_part"}, /* fused norms: no slices */
+        {"qwen3-8b", 64, 1, EVT_NORMS_AUTO, "linear_res(l35_a", "linear_part(l35_a"}, /* whole K asked for (O keeps its default) */
+        {"qwen3-0.6b", 40, 3, EVT_NORMS_CALLS, "call l1_n1 = add_rmsnorm(l0_xa, l0_dp, l1_in_norm, x1, l1_h", "l0_n1 = add_rmsnorm"},
+        {"qwen3-0.6b", 40, -2, EVT_NORMS_CALLS, "call l3_n2 = add_rmsnorm(x3, l3_op, l3_post_norm, l3_xa, l3_h2", "linear_res(l3_o"},
+        {"qwen3-0.6b", 40, -2, EVT_NORMS_CALLS, "linear_res(l3_a, l3_wd, l3_xa, x4", "l4_n1 = add_rmsnorm"},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        evt_decode_opts o = {.model = v[k].model, .batch = v[k].batch, .ctx = 8, .steps = 1, .norms = v[k].norms};
+        if (v[k].slices > 0) o.build.dn_slices = v[k].slices;
+        else { /* negative: O slices, the down projection over whole K */
+            o.build.o_slices = -v[k].slices;
+            o.build.dn_slices = 1;
+        }
+        evt_qwen3_config c;
+        char *text = NULL;
+        evt_diag d = {0};
+        assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+        if (!strstr(text, v[k].want)) fail_msg("%s batch %lld, %lld slices: no '%s'", v[k].model, (long long)v[k].batch, (long long)v[k].slices, v[k].want);
+        if (strstr(text, v[k].not)) fail_msg("%s batch %lld, %lld slices: '%s'", v[k].model, (long long)v[k].batch, (long long)v[k].slices, v[k].not);
+        free(text);
+    }
+    { /* evt_decode's defaults (evt_decode_slices): 4 slices for both at batch 33-64 with norm calls and a ring */
+        static const struct { int64_t batch, dn, tiles; int ring; evt_decode_norms norms; int sliced; } dv[] = {
+            {33, 0, 0, 0, EVT_NORMS_AUTO, 1}, {40, 0, 0, 0, EVT_NORMS_AUTO, 1}, {64, 0, 0, 0, EVT_NORMS_AUTO, 1},
+            {32, 0, 0, 0, EVT_NORMS_AUTO, 0}, {65, 0, 0, 0, EVT_NORMS_AUTO, 0}, {16, 0, 0, 0, EVT_NORMS_AUTO, 0},
+            {8, 0, 0, 0, EVT_NORMS_CALLS, 0}, {64, 0, 0, -1, EVT_NORMS_AUTO, 0} /* no ring */,
+            {64, 1, 0, 0, EVT_NORMS_AUTO, 0} /* asked for whole K */, {64, 0, 0, 0, EVT_NORMS_PARTIALS, 0},
+            {64, 0, 0, 0, EVT_NORMS_FUSED, 0}, {64, 0, 31, 0, EVT_NORMS_AUTO, 0} /* fewer than 8 tiles a slice */,
+            {48, 0, 0, 0, EVT_NORMS_CALLS, 1}};
+        for (size_t k = 0; k < sizeof dv / sizeof dv[0]; k++) {
+            evt_decode_opts o = {.model = "qwen3-8b", .batch = dv[k].batch, .ctx = 8, .steps = 1, .norms = dv[k].norms};
+            o.build.dn_slices = o.build.o_slices = dv[k].dn;
+            o.build.target_tasks = dv[k].tiles;
+            o.run.tma_ring = dv[k].ring;
+            evt_qwen3_config c;
+            char *text = NULL;
+            evt_diag d = {0};
+            assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+            const char *want = "call l35_dn = linear_part(l35_a, l35_wd, l35_dp) over (nb) in [(1 + 3 * min(1, 64 / B) * min(1, B / 33)) * (131 / ";
+            const int dn = strstr(text, want) != NULL, op = strstr(text, "call l35_oproj = linear_part(") != NULL,
+                      n2 = strstr(text, "call l35_n2 = add_rmsnorm(") != NULL;
+            if (dn != dv[k].sliced || op != dv[k].sliced || n2 != dv[k].sliced)
+                fail_msg("evt_decode at batch %lld (case %zu): down sliced %d, O %d, add_rmsnorm %d; expected %d", (long long)dv[k].batch, k,
+                         dn, op, n2, dv[k].sliced);
+            free(text);
+        }
+    }
+    { /* more slices than the down projection has tiles: refused with a message */
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 20, .ctx = 8, .steps = 1, .norms = EVT_NORMS_CALLS};
+        o.build.dn_slices = 8;
+        o.build.target_tasks = 4;
+        evt_qwen3_config c;
+        char *text = NULL;
+        evt_diag d;
+        evt_diag_init(&d, "decode");
+        assert_int_not_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+        assert_non_null(strstr(d.text, "down-projection slices"));
+        evt_diag_free(&d);
+    }
+    /* decode steps: each checked against its sequential reference; tokens equal, logits close
+       (1, 2 and 3 down slices, the last with 2 O slices) */
+    char dirs[3][48];
+    for (int k = 0; k < 3; k++) {
+        snprintf(dirs[k], sizeof dirs[k], "/tmp/evt_test_dn_slices_%d_%d", (int)getpid(), k);
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 33, .ctx = 17, .steps = 2, .backend = EVT_BACKEND_CPU,
+                             .check = 1, .quiet = 1, .dump_dir = dirs[k], .norms = EVT_NORMS_CALLS};
+        o.run.workers = 3;
+        o.build.dn_slices = k + 1;
+        o.build.o_slices = k == 2 ? 2 : 0;
+        evt_decode_result r;
+        evt_diag d;
+        evt_diag_init(&d, "decode");
+        if (evt_decode(&o, &r, &d)) fail_msg("dn_slices %d: %s", k + 1, d.text);
+        assert_int_equal(r.steps_checked, 2);
+        assert_int_equal(r.check_failed, 0);
+        evt_diag_free(&d);
+    }
+    for (int k = 1; k < 3; k++) {
+        size_t n[2];
+        char *buf[2];
+        for (int f = 0; f < 2; f++) {
+            for (int j = 0; j < 2; j++) {
+                char path[200];
+                snprintf(path, sizeof path, "%s/%s", dirs[j ? k : 0], f ? "tokens.bin" : "step0_logits.bin");
+                buf[j] = read_all(path, &n[j]);
+                assert_non_null(buf[j]);
+            }
+            assert_int_equal(n[0], n[1]);
+            if (f) {
+                if (memcmp(buf[0], buf[1], n[0])) fail_msg("tokens differ between 1 and %d down slices", k + 1);
+            } else {
+                const uint16_t *l0 = (const uint16_t *)buf[0], *l1 = (const uint16_t *)buf[1];
+                double mx = 0, diff = 0;
+                for (size_t i = 0; i < n[0] / 2; i++) {
+                    mx = fmax(mx, fabs(fb(l0[i])));
+                    diff = fmax(diff, fabs(fb(l0[i]) - fb(l1[i])));
+                }
+                if (diff > 2e-2 * mx) fail_msg("logits differ by %g (largest %g) between 1 and %d down slices", diff, mx, k + 1);
+            }
+            free(buf[0]);
+            free(buf[1]);
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dirs[k]);
+        if (system(cmd)) fail_msg("%s", cmd);
+    }
+}
+
 /* the LM head's tiles: two waves of target_tasks in every program evt_decode
    builds (evt_qwen3_opts.lm_waves), as many as asked for (at most one a
    vocabulary row); and any tiling computes the same logits, bitwise, on the
@@ -949,7 +1122,7 @@ static void decode_lm_head_waves(void **state)
     char dirs[3][48];
     for (int k = 0; k < 3; k++) {
         snprintf(dirs[k], sizeof dirs[k], "/tmp/evt_test_lm_waves_%d_%d", (int)getpid(), k);
-        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 3, .ctx = 17, .steps = 2, .backend = EVT_BACKEND_CPU,
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 33, .ctx = 17, .steps = 2, .backend = EVT_BACKEND_CPU,
                              .check = 1, .quiet = 1, .dump_dir = dirs[k]};
         o.run.workers = 3;
         o.build.target_tasks = 50; /* 50, 100 and 150 tiles of the 256 rows: ragged */
@@ -1231,6 +1404,7 @@ int main(void)
         cmocka_unit_test(decode_cuda_defines_policy),
         cmocka_unit_test(decode_small_program_one_request),
         cmocka_unit_test(decode_lm_head_waves),
+        cmocka_unit_test(decode_down_slices),
         cmocka_unit_test(one_request_define_refuses_runs),
         cmocka_unit_test(tiny_decode),
     };

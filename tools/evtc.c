@@ -37,7 +37,7 @@ typedef struct cli {
     /* decode */
     const char *model, *dump, *emit_program;
     int emit_only;
-    long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves;
+    long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
     int no_early_loads;
@@ -64,6 +64,9 @@ static int usage(const char *msg)
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
             "                [--lm-waves N]       (LM-head tiles: N x --tiles, at most one a vocabulary row; default 2)\n"
+            "                [--dn-slices N]      (norm calls: the down projection in N k slices at batch 33-64, the next\n"
+            "                                      norm adding them; default 4 there with a TMA ring, else 1: whole K)\n"
+            "                [--o-slices N]       (the same for the O projection, the post-attention norm adding them)\n"
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--attn-rows N]      (requests per attention task; default: as many as make the tasks\n"
             "                                      one wave, 1 up to batch 16; 1: one request a task, the ablation)\n"
@@ -178,6 +181,8 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--no-attn-early")) c->attn_no_early = 1;
         else if (!strcmp(a, "--qkv-per-head")) c->qkv_per_head = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
+        else if (!strcmp(a, "--o-slices")) { NEED(); if (!parse_int(v, 1, 8, &c->o_slices)) { fprintf(stderr, "evtc: --o-slices %s: expected 1..8\n", v); return 2; } }
+        else if (!strcmp(a, "--dn-slices")) { NEED(); if (!parse_int(v, 1, 8, &c->dn_slices)) { fprintf(stderr, "evtc: --dn-slices %s: expected 1..8\n", v); return 2; } }
         else if (!strcmp(a, "--lm-waves")) { NEED(); if (!parse_int(v, 1, 64, &c->lm_waves)) { fprintf(stderr, "evtc: --lm-waves %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--splits")) { NEED(); if (!parse_int(v, 1, 64, &c->splits)) { fprintf(stderr, "evtc: --splits %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--attn-rows")) { NEED(); if (!parse_int(v, 1, 128, &c->attn_rows)) { fprintf(stderr, "evtc: --attn-rows %s: expected 1..128\n", v); return 2; } }
@@ -442,6 +447,8 @@ static int cmd_decode(cli *c)
     o.build.attn_rows = c->attn_rows;
     o.build.target_tasks = c->tiles;
     o.build.lm_waves = c->lm_waves;
+    o.build.dn_slices = c->dn_slices;
+    o.build.o_slices = c->o_slices;
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;
     o.norms = (evt_decode_norms)c->norms;

@@ -55,6 +55,21 @@ typedef struct evt_qwen3_opts {
                               program: each task's dispatch, wait and stream ramp paid twice a worker,
                               not five times (H200, bench/RESULTS.md sessions 47-48: qwen3-0.6b batch 1
                               -0.9%, batch 32-128 -0.3 to -0.4%; qwen3-8b level to -0.15%) */
+    int64_t dn_slices;     /* without fuse_norm and norm_partials: the down projection in this many k
+                              slices at batch 33-64 (1 elsewhere): linear_part tasks of dn_slices times
+                              the rows, each over its slice of K, leave f32 partials, and the next
+                              layer's input norm (add_rmsnorm; the final norm after the last layer)
+                              adds them to the residual and writes the new residual rows beside the
+                              normed ones. Each tile then reads 1 / dn_slices of x, which every tile
+                              reads from L2 beside its weight band (qwen3-8b batch 64's down: 1.5 MiB
+                              of x against 762 KiB of weights), with the same weight bytes, and no
+                              summing task or count joins the stage. 0 or 1: linear_res over all of K.
+                              evt_decode takes evt_decode_slices' count when 0 */
+    int64_t o_slices;      /* the same for the O projection (linear_part), the post-attention norm
+                              (add_rmsnorm) adding its partials to x and writing xa. Give both the same
+                              count: then O and down run the same tile code, and both norms too, as
+                              they do without slices (one slice count alone made qwen3-0.6b batch 64
+                              4.6% slower, both 2.8% faster: H200, bench/RESULTS.md session 49) */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
     int qkv_per_head;      /* QKV as one counter per head (each attention task waits for the heads it
@@ -123,6 +138,22 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 #define EVT_DECODE_TMA_WIDE_BATCH 64
 #define EVT_DECODE_TMA_MAX_BATCH 128
 #define EVT_DECODE_TMA_RING (96 * 1024)
+/* evt_decode's k slices for O and down (evt_qwen3_opts.dn_slices, o_slices)
+   at batch EVT_DECODE_SLICES_MIN_BATCH..EVT_DECODE_SLICES_MAX_BATCH with the
+   norm calls and a TMA ring: EVT_DECODE_SLICES each (H200, bench/RESULTS.md
+   session 49: qwen3-8b batch 40 and 64 -3.2% and -2.0% per token, qwen3-0.6b
+   batch 64 -2.8%). Below 33 there is no ring (the register units cannot read
+   a slice of x: slice 0 would take all of K); above 64 the TMA path's forms
+   take whole rows. */
+#define EVT_DECODE_SLICES 4
+#define EVT_DECODE_SLICES_MIN_BATCH 33
+#define EVT_DECODE_SLICES_MAX_BATCH 64
+/* The slice count evt_decode gives O and down when the caller gives none:
+   EVT_DECODE_SLICES in that range (with the ring evt_decode_tma_ring gives
+   for `tma_ring` as requested, at least 8 tiles a slice and whole TMA stages
+   of K per slice), else 1. bo: the program's options, fuse_norm and
+   norm_partials set. */
+int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, int64_t batch, int tma_ring);
 /* evt_decode's norms (evt_decode_opts.norms): AUTO, the default, folds the
    norm weights into the matrices at every batch and fuses the norms into the
    GEMV tiles up to EVT_DECODE_FUSE_NORM_MAX_BATCH (above it the tiles' row

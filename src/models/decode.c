@@ -186,6 +186,17 @@ const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64
                           : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0";
 }
 
+int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, int64_t batch, int tma_ring)
+{
+    const int64_t T = bo->target_tasks > 0 ? bo->target_tasks : 131, KP = EVT_DECODE_SLICES;
+    if (bo->fuse_norm || bo->norm_partials || batch < EVT_DECODE_SLICES_MIN_BATCH || batch > EVT_DECODE_SLICES_MAX_BATCH ||
+        evt_decode_tma_ring(batch, tma_ring) <= 0 || T < 8 * KP)
+        return 1;
+    /* whole TMA stages per slice (else the tiles' register fallback runs them, all of K in slice 0) */
+    if ((c->num_attention_heads * c->head_dim) % (64 * KP) || c->intermediate_size % (64 * KP)) return 1;
+    return KP;
+}
+
 evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
 {
     evt_qwen3_config c;
@@ -203,6 +214,11 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
        bench/RESULTS.md sessions 47-48) */
     if (small_batch_program(o->batch, o->norms) && !bo.attn_rows) bo.attn_rows = 1;
     if (!bo.lm_waves) bo.lm_waves = 2;
+    /* the O and down projections in k slices where the TMA ring streams a
+       slice of x (evt_decode_slices) */
+    const int64_t slices = evt_decode_slices(&c, &bo, o->batch, o->run.tma_ring);
+    if (!bo.dn_slices) bo.dn_slices = slices;
+    if (!bo.o_slices) bo.o_slices = slices;
     if (!bo.max_batch) bo.max_batch = o->batch > 128 ? o->batch : 128;
     if (o->batch > bo.max_batch)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch %lld exceeds the program's bound %lld",

@@ -42,6 +42,14 @@
  * l{i}_co / l{i}_cd, into l{i}_sxa / x{i+1}_ss), and qkvproj and up are ss_linear / ss_mlp_up, which
  * scale by them: no n1 / n2 after layer 0's n1, whose input comes from the
  * embedding; the last dn stays linear_res, the final norm a call.)
+ * (`dn_slices`, without fuse_norm and norm_partials: dn is linear_part(a, Wd)
+ * -> dp_i[KP, B, H] over (nb) in [KP x (T / KP)], task nb the rows of band
+ * nb % (T / KP) over k slice nb / (T / KP), f32 partials without the
+ * residual; layer i+1's n1 (the final norm after the last layer) is
+ * add_rmsnorm(xa_i, dp_i) -> x_{i+1}, h: the residual's new rows written
+ * beside the normed ones. KP = dn_slices at batch 33-64, 1 elsewhere.
+ * `o_slices`: oproj likewise, linear_part(o, Wo) -> op_i, and n2 is
+ * add_rmsnorm(x_i, op_i) -> xa, h2.)
  * (`split_rope`, an ablation: q_rope over (b, h) and k_rope_append over
  * (b, g) as their own calls, notifying Q_i[b, h] and KV_i[b, g], which
  * attn_split waits on, notifying P_i[b, h / G]: one more handoff per layer.)
@@ -233,6 +241,27 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
        at most one tile a vocabulary row */
     int64_t NC = op.lm_waves > 0 ? op.lm_waves * op.target_tasks : pick_tiles(V, op.target_tasks, 256);
     if (NC > V) NC = V;
+    /* the down projection in k slices (dn_slices, without fused norms or norm
+       partials): KPx slices at batch 33-64, where the TMA ring streams a slice
+       of x (below 33 there is no ring and slice 0 would take all of K; above 64
+       the TMA path's two-halves and swapped forms take whole rows), T_dn / KPx bands of rows
+       each, the next norm adding the partials (add_rmsnorm) */
+    const int DS = op.dn_slices > 1 && !op.fuse_norm && !op.norm_partials;
+    char KPx[96] = "1";
+    if (DS) snprintf(KPx, sizeof KPx, "(1 + %lld * min(1, 64 / B) * min(1, B / 33))", (long long)op.dn_slices - 1);
+    const int OS = op.o_slices > 1 && !op.fuse_norm && !op.norm_partials;
+    char KOx[96] = "1";
+    if (OS) snprintf(KOx, sizeof KOx, "(1 + %lld * min(1, 64 / B) * min(1, B / 33))", (long long)op.o_slices - 1);
+    if (OS && (op.o_slices > T_o || op.o_slices > nh * hd)) {
+        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "model %s: %lld O-projection slices for %lld tiles of %lld rows over K %lld",
+                       c->name, (long long)op.o_slices, (long long)T_o, (long long)H, (long long)(nh * hd));
+        return NULL;
+    }
+    if (DS && (op.dn_slices > T_dn || op.dn_slices > I)) {
+        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "model %s: %lld down-projection slices for %lld tiles of %lld rows over K %lld",
+                       c->name, (long long)op.dn_slices, (long long)T_dn, (long long)H, (long long)I);
+        return NULL;
+    }
     /* a QKV tile notifies every head its rows touch: F elements from its
        first row's head, clamped to its last row's head (a repeated element
        is notified twice; wait-count inference counts both) */
@@ -321,6 +350,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("tensor l%lld_pd : f32[B, %lld] scratch\ntensor l%lld_cd : i32[1] scratch = zeros\ntensor x%lld_ss : f32[B] scratch\n",
               (long long)l, (long long)T_dn, (long long)l, (long long)l + 1);
         P("tensor l%lld_a : bf16[B, %lld] scratch\n", (long long)l, (long long)I);
+        if (DS) P("tensor l%lld_dp : f32[%s, B, %lld] scratch\n", (long long)l, KPx, (long long)H);
+        if (OS) P("tensor l%lld_op : f32[%s, B, %lld] scratch\n", (long long)l, KOx, (long long)H);
     }
     P("tensor hf : bf16[B, %lld] scratch\n", (long long)H);
     P("tensor logits : bf16[B, %lld] output\n", (long long)V);
@@ -357,7 +388,10 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     for (int64_t l = 0; l < L; l++) {
         long long i = (long long)l;
         const int n1 = SN && (!PN || l == 0); /* layer l's input norm is a call */
-        if (n1)
+        if (n1 && DS && l > 0) /* the residual x_i from layer i-1's xa and its down partials */
+            P("call l%lld_n1 = add_rmsnorm(l%lld_xa, l%lld_dp, l%lld_in_norm, x%lld, l%lld_h, %lld) over (b) in [B] {\n"
+              "    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n", i, i - 1, i - 1, i, i, i, eps, i, RW, i, RW);
+        else if (n1)
             P("call l%lld_n1 = rmsnorm(x%lld, l%lld_in_norm, l%lld_h, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify e%lld_H[%s]\n}\n",
               i, i, i, i, eps, i, RW, i, RW);
         /* QKV waits: the whole projection, or (qkv_per_head) the heads a task reads */
@@ -412,6 +446,9 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (PN)
             P("call l%lld_oproj = linear_res_ss(l%lld_o, l%lld_wo, x%lld, l%lld_xa, l%lld_po, l%lld_sxa, l%lld_co, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
+        else if (OS) /* partials only: n2 adds them to x_i and writes xa */
+            P("call l%lld_oproj = linear_part(l%lld_o, l%lld_wo, l%lld_op) over (nb) in [%s * (%lld / %s)]%s {\n"
+              "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, KOx, (long long)T_o, KOx, PF, i, i, AW);
         else
             P("call l%lld_oproj = linear_res(l%lld_o, l%lld_wo, x%lld, l%lld_xa, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_AT[0]\n    notify e%lld_XA%s\n}\n", i, i, i, i, i, (long long)T_o, (long long)T_o, PF, i, i, AW);
@@ -419,8 +456,12 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("call l%lld_up = ss_mlp_up(l%lld_xa, l%lld_wg, l%lld_wu, l%lld_a, l%lld_sxa, %lld, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_XA%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, i, (long long)T_up, eps, (long long)T_up, PF, i, AW, i);
         } else if (SN) {
-            P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n",
-              i, i, i, i, eps, i, RW, i, RW);
+            if (OS)
+                P("call l%lld_n2 = add_rmsnorm(x%lld, l%lld_op, l%lld_post_norm, l%lld_xa, l%lld_h2, %lld) over (b) in [B] {\n"
+                  "    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n", i, i, i, i, i, i, eps, i, RW, i, RW);
+            else
+                P("call l%lld_n2 = rmsnorm(l%lld_xa, l%lld_post_norm, l%lld_h2, %lld) over (b) in [B] {\n    wait e%lld_XA[%s]\n    notify e%lld_H2[%s]\n}\n",
+                  i, i, i, i, eps, i, RW, i, RW);
             P("call l%lld_up = mlp_up(l%lld_h2, l%lld_wg, l%lld_wu, l%lld_a, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_H2%s\n    notify e%lld_A[0]\n}\n", i, i, i, i, i, (long long)T_up, (long long)T_up, PF, i, AW, i);
         } else {
@@ -430,6 +471,9 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         if (PN && l + 1 < L)
             P("call l%lld_dn = linear_res_ss(l%lld_a, l%lld_wd, l%lld_xa, x%lld, l%lld_pd, x%lld_ss, l%lld_cd, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, i, i + 1, i, (long long)T_dn, (long long)T_dn, PF, i, i + 1, AW);
+        else if (DS) /* partials only: the next norm adds them to xa and writes x_{i+1} */
+            P("call l%lld_dn = linear_part(l%lld_a, l%lld_wd, l%lld_dp) over (nb) in [%s * (%lld / %s)]%s {\n"
+              "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, KPx, (long long)T_dn, KPx, PF, i, i + 1, AW);
         else
             P("call l%lld_dn = linear_res(l%lld_a, l%lld_wd, l%lld_xa, x%lld, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_A[0]\n    notify e%lld_X%s\n}\n", i, i, i, i, i + 1, (long long)T_dn, (long long)T_dn, PF, i, i + 1, AW);
@@ -438,8 +482,12 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     /* the final norm stays a call with fused norms too: with tied embeddings
        the LM head's matrix is the embedding table, which its weight cannot be
        folded into (one handoff a step) */
-    P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
-      (long long)L, eps, (long long)L, RW, RW);
+    if (DS)
+        P("call final = add_rmsnorm(l%lld_xa, l%lld_dp, final_norm, x%lld, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n"
+          "    notify HF[%s]\n}\n", (long long)L - 1, (long long)L - 1, (long long)L, eps, (long long)L, RW, RW);
+    else
+        P("call final = rmsnorm(x%lld, final_norm, hf, %lld) over (b) in [B] {\n    wait e%lld_X[%s]\n    notify HF[%s]\n}\n",
+          (long long)L, eps, (long long)L, RW, RW);
     P("call lm = linear(hf, %s, logits, %lld) over (nb) in [%lld]%s {\n    wait HF%s\n    notify LM[%s]\n}\n",
       lm, (long long)NC, (long long)NC, PF, AW, lm_elem);
     P("call amax = argmax_part(logits, pv, pi) over (b, c) in [B, %s] {\n    wait LM[%s]\n    notify AP[b]\n}\n", NAx, amax_elem);

@@ -25,6 +25,12 @@
  *       y[b, n]^2 (as stored, bf16) over the tile's columns; the tile that
  *       finishes last (an acq_rel fetch-add on cnt, which it sets back to 0:
  *       `= zeros`) adds each row's T partials in order into ss[b]
+ *   linear_part(x[B, K], W[N, K], part[KP, B, N])       over (nb) in [KP x bands]
+ *       band nb % bands of rows over k slice nb / bands: part[s, :, rows] =
+ *       x[:, slice s] W[rows, slice s]^T in f32 (the down projection in k
+ *       slices: each tile reads 1 / KP of x)
+ *   add_rmsnorm(r[B, H], part[KP, B, H], w[H], y[B, H], h[B, H], eps_e12)  over (b)
+ *       y = r + the sum of the slices (in order), h = rmsnorm(y) * w
  *   ss_linear(x[B, K], W[N, K], y[B, N], ss[B], T, eps_e12)          over (nb)
  *   ss_mlp_up(x[B, K], Wg[I, K], Wu[I, K], a[B, I], ss[B], T, eps_e12) over (nb)
  *       rms_linear / rms_mlp_up with s[b] = rsqrt(ss[b] / K + eps): the row's
@@ -158,6 +164,42 @@ void evt_tile_linear_res(const evt_task_args *a)
     tile_rows(a->coord[0], a->iarg[0], N, &n0, &n1);
     for (int64_t n = n0; n < n1; n++)
         for (int64_t b = 0; b < B; b++) st(y, b * N + n, ld(r, b * N + n) + dot(x + b * K, W + n * K, K));
+}
+
+/* The down projection in k slices (evt_qwen3_opts.dn_slices): KP = part's
+ * first extent slices, grid / KP bands of rows; task nb computes the rows of
+ * band nb % (grid / KP) over k slice s = nb / (grid / KP), [s K / KP,
+ * (s + 1) K / KP), into part[s] as f32, no residual: add_rmsnorm adds the
+ * slices in order to it. */
+void evt_tile_linear_part(const evt_task_args *a)
+{
+    const bf16 *x = a->t[0].ptr, *W = a->t[1].ptr;
+    float *part = a->t[2].ptr;
+    int64_t B = a->t[0].dim[0], K = a->t[0].dim[1], N = a->t[1].dim[0], KP = a->t[2].dim[0];
+    int64_t nbands = KP > 0 ? a->grid[0] / KP : 0, n0, n1;
+    if (nbands < 1 || a->coord[0] >= nbands * KP) return; /* the builder makes KP x bands tasks */
+    int64_t s = a->coord[0] / nbands, k0 = s * K / KP, k1 = (s + 1) * K / KP;
+    tile_rows(a->coord[0] % nbands, nbands, N, &n0, &n1);
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t b = 0; b < B; b++) part[(s * B + b) * N + n] = dot(x + b * K + k0, W + n * K + k0, k1 - k0);
+}
+
+/* y[b] = r[b] + the KP slices of part[., b] (added in slice order, one
+ * rounding to bf16: linear_res's result for the same products), then
+ * h[b] = rmsnorm(y[b]) * w as rmsnorm computes it from the stored y. */
+void evt_tile_add_rmsnorm(const evt_task_args *a)
+{
+    const bf16 *r = a->t[0].ptr, *w = a->t[2].ptr;
+    const float *part = a->t[1].ptr;
+    bf16 *y = a->t[3].ptr, *h = a->t[4].ptr;
+    int64_t b = a->coord[0], B = a->t[0].dim[0], H = a->t[0].dim[1], KP = a->t[1].dim[0];
+    for (int64_t i = 0; i < H; i++) {
+        float acc = 0;
+        for (int64_t s = 0; s < KP; s++) acc += part[(s * B + b) * H + i];
+        st(y, b * H + i, ld(r, b * H + i) + acc);
+    }
+    float sc = rms_scale(y + b * H, H, a->iarg[0]);
+    for (int64_t i = 0; i < H; i++) st(h, b * H + i, ld(y, b * H + i) * sc * ld(w, i));
 }
 
 /* linear_res that also leaves the new rows' sums of squares: each tile

@@ -57,6 +57,9 @@ __device__ __forceinline__ float evt_llm_ss_scale(const evt_task_args *a, int64_
    batch <= 8 path that linear, linear_res and rms_linear share
    (evt_llm_gemv_small below). */
 #define EVT_LLM_MODE_RT (-1)
+/* MODE -2: linear_part (llm.c): y = acc into the task's k slice of the f32
+   partials part[KP, B, N] (t[2]; slice = coord / (grid / KP)), no residual */
+#define EVT_LLM_MODE_PART (-2)
 
 /* Epilogue: MODE 0 y = acc, 1 y = r + acc, 2 y = silu(g) * u; 3 and 4 as 0
    and 2 (ss_linear, ss_mlp_up: g and u arrive scaled by evt_llm_ss_scale);
@@ -67,6 +70,9 @@ __device__ __forceinline__ void evt_llm_out(const evt_task_args *a, int64_t b, i
     if constexpr (MODE == EVT_LLM_MODE_RT) {
         if (res) evt_llm_out<1>(a, b, n, g, u);
         else evt_llm_out<0>(a, b, n, g, u);
+    } else if constexpr (MODE == EVT_LLM_MODE_PART) {
+        const int64_t N = a->t[1].dim[0], B = a->t[0].dim[0], KP = a->t[2].dim[0], s = a->coord[0] / (a->grid[0] / KP);
+        ((float *)a->t[2].ptr)[(s * B + b) * N + n] = g;
     } else if (MODE == 3 || MODE == 4) {
         evt_bf16 *y = (evt_bf16 *)a->t[MODE == 3 ? 2 : 3].ptr;
         int64_t N = a->t[1].dim[0];

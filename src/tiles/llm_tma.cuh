@@ -313,7 +313,11 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
                   "the swapped product: one matrix, no norm, no row scales");
     constexpr int NW = evt_llm_nw<MODE>();
     constexpr uint32_t WREG = NT * 128u, XREG = NB ? NB * 128u : 8192u; /* reserved per chunk: a matrix's rows, x's rows */
-    const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
+    const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1];
+    /* linear_part: the task's k slice, chunks [kc0, kc0 + KS) (evt_llm_gemv_tma
+       checked that the slices are whole stages' chunks) */
+    const int KPS = MODE == EVT_LLM_MODE_PART ? (int)a->t[2].dim[0] : 1, KS = K / 64 / KPS;
+    const int kc0 = MODE == EVT_LLM_MODE_PART ? (int)(a->coord[0] / (a->grid[0] / KPS)) * KS : 0;
     const int BH = B; /* bx is 0 */
     /* chunks per stage: 4, 2 or 1, the most that divide K and leave the ring
        two stages */
@@ -351,10 +355,10 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             auto weights = [&]() { /* one box per matrix: the pass's rows x U chunks */
                 const uint32_t dst = ring0 + (uint32_t)s * SLOT + (uint32_t)U * XREG, bar = full0 + 8 * s;
                 const int r0 = (int)n0 + p * NT, m = di * EVT_TMA_HEIGHTS + rows8 / 8 - 1;
-                evt_tma_load3(dst, io.mw0 + m, r0, kt * U, bar);
-                if (NW == 2) evt_tma_load3(dst + (uint32_t)U * WREG, io.mw1 + m, r0, kt * U, bar);
+                evt_tma_load3(dst, io.mw0 + m, r0, kc0 + kt * U, bar);
+                if (NW == 2) evt_tma_load3(dst + (uint32_t)U * WREG, io.mw1 + m, r0, kc0 + kt * U, bar);
             };
-            auto xs = [&]() { evt_tma_load3(ring0 + (uint32_t)s * SLOT, mx, bx, kt * U, full0 + 8 * s); };
+            auto xs = [&]() { evt_tma_load3(ring0 + (uint32_t)s * SLOT, mx, bx, kc0 + kt * U, full0 + 8 * s); };
             auto next = [&]() {
                 if (++s == S) s = 0;
                 if (++kt == KT) {
@@ -469,6 +473,11 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
                 int b = warp * 16 + (lane >> 2) + 8 * ((i >> 1) & 1), c = (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
                 if constexpr (NB != 0) {
                     if (b < mine && c < B) evt_llm_out<MODE>(a, c, rw + b, acc[0][i], acc[NW - 1][i]);
+                } else if constexpr (MODE == EVT_LLM_MODE_PART) { /* the slice's partials: no division per output */
+                    if (b < BH && c < mine) {
+                        const int64_t N = a->t[1].dim[0];
+                        ((float *)a->t[2].ptr)[((int64_t)(kc0 / KS) * B + bx + b) * N + rw + c] = acc[0][i];
+                    }
                 } else {
                     const float f = sc[(i >> 1) & 1];
                     if (b < BH && c < mine) evt_llm_out<MODE>(a, bx + b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
@@ -674,8 +683,18 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
     constexpr int NW = evt_llm_nw<MODE>();
     const int64_t B = a->t[0].dim[0], K = a->t[0].dim[1];
     if (!a->tmaps || B < EVT_TMA_MIN_B || B > EVT_TMA_MAX_B) return false; /* the common case first: no division */
-    const int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0], nr = (a->t[1].dim[0] + T - 1) / T; /* the call's rows per task */
-    if (nr * NW < (B >= EVT_TMA_WIDE_MIN_B ? EVT_TMA_MIN_ROWS_WIDE : EVT_TMA_MIN_ROWS) || (K & 63) || K > (1 << 30) || n1 > (1 << 30) ||
+    const int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0]; /* linear_part: no T (its bands are the task's rows) */
+    const int64_t nr = MODE == EVT_LLM_MODE_PART ? n1 - n0 : (a->t[1].dim[0] + T - 1) / T; /* the call's rows per task */
+    if constexpr (MODE == EVT_LLM_MODE_PART) { /* k slices: whole stages of the batch-17-64 form only */
+        const int64_t KP = a->t[2].dim[0];
+#ifdef EVT_TMA_TWO_HALVES
+        if (KP != 1) return false;
+#endif
+        if (KP < 1 || (K / 64) % KP) return false;
+    }
+    /* (linear_part takes any band: its slices exist to read less of x, which the register units cannot) */
+    if (nr * NW < (MODE == EVT_LLM_MODE_PART ? 1 : B >= EVT_TMA_WIDE_MIN_B ? EVT_TMA_MIN_ROWS_WIDE : EVT_TMA_MIN_ROWS) || (K & 63) ||
+        K > (1 << 30) || n1 > (1 << 30) ||
         evt_tile_threads() != 256)
         return false;
     if (a->t[0].tmap < 0 || a->t[1].tmap < 0 || (NW == 2 && a->t[2].tmap < 0)) return false;

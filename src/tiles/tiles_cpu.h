@@ -23,6 +23,8 @@ void evt_tile_mlp_up(const evt_task_args *a);
 void evt_tile_rms_linear(const evt_task_args *a);
 void evt_tile_rms_mlp_up(const evt_task_args *a);
 void evt_tile_linear_res_ss(const evt_task_args *a);
+void evt_tile_linear_part(const evt_task_args *a);
+void evt_tile_add_rmsnorm(const evt_task_args *a);
 void evt_tile_ss_linear(const evt_task_args *a);
 void evt_tile_ss_mlp_up(const evt_task_args *a);
 void evt_tile_q_rope(const evt_task_args *a);

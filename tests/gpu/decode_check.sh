@@ -197,5 +197,20 @@ run_case mid-b40-partials tests/gpu/qwen3-mid.json 40 33 2 --norms partials
 run_case uneven-b24-partials tests/gpu/qwen3-uneven.json 24 40 2 --norms partials
 run_case uneven-b24-partials-noearly tests/gpu/qwen3-uneven.json 24 40 2 --norms partials --no-early-loads
 run_case uneven-b100-partials tests/gpu/qwen3-uneven.json 100 20 2 --norms partials
+# k slices (docs/models.md): at batch 33-64 evtc decode builds O and down as
+# linear_part in 4 k slices by default (every case above at 33-64 runs them:
+# each band's TMA form over a quarter of K, qwen3-uneven's 4096 and 12288,
+# qwen3-mid's 2048 and 3072), and the norm after each adds the partials
+# (add_rmsnorm); -whole-k keeps linear_res over all of K there; -dn2 gives the
+# down projection 2 slices and O its default 4 (two forms of the tile at
+# once); -dn2-notma has no ring (the register units' fallback: slice 0 over
+# all of K, slice 1 zeros); -dn2-o2 2 each; b100 has one slice (the
+# batch-65-128 kernel's forms take whole rows)
+run_case uneven-b64-whole-k tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 1 --o-slices 1
+run_case uneven-b64-dn2 tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2
+run_case uneven-b64-dn2-notma tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2 --tma-ring 0
+run_case mid-b40-dn2 tests/gpu/qwen3-mid.json 40 33 2 --dn-slices 2
+run_case uneven-b100-dn2 tests/gpu/qwen3-uneven.json 100 20 2 --dn-slices 2
+run_case uneven-b64-dn2-o2 tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2 --o-slices 2
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
