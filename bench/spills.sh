@@ -12,8 +12,8 @@
 #                the tiles are the same code for every model, and it compiles fastest)
 #     --OPTION [VALUE]  passed to evtc decode (the build variant; --batch 64:
 #                the large-batch program), the value of --batch, --norms, --define,
-#                --splits, --tiles, --page, --tma-ring, --workers, --lm-waves and
-#                --attn-rows with it
+#                --splits, --tiles, --page, --tma-ring, --workers, --dn-slices,
+#                --o-slices, --lm-waves and --attn-rows with it
 #     flags      e.g. -DEVT_LLM_ATTN_RS=2 (passed as EVT_NVCCFLAGS)
 #   EVT_SRC_DIR=DIR bench/spills.sh   the device and tile headers of another tree
 #
@@ -32,7 +32,7 @@ value=0 # the previous argument was an evtc option that takes a value
 for a in "$@"; do
     if [ $value = 1 ]; then evtc_flags+=("$a"); value=0; continue; fi
     case "$a" in
-        --batch|--norms|--define|--splits|--tiles|--page|--tma-ring|--workers|--dn-slices|--lm-waves|--attn-rows) evtc_flags+=("$a"); value=1 ;;
+        --batch|--norms|--define|--splits|--tiles|--page|--tma-ring|--workers|--dn-slices|--o-slices|--lm-waves|--attn-rows) evtc_flags+=("$a"); value=1 ;;
         --*) evtc_flags+=("$a") ;;
         *) nvcc_flags+=("$a") ;;
     esac
