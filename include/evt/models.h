@@ -36,6 +36,9 @@ int evt_qwen3_preset(const char *name, evt_qwen3_config *c);
 /* Reads a config.json (missing head_dim: hidden / heads). */
 evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d);
 
+/* evt_qwen3_opts.target_tasks when 0: one fewer than the 132 SMs of an H100/H200 */
+#define EVT_QWEN3_TARGET_TASKS 131
+
 typedef struct evt_qwen3_opts {
     int64_t max_batch;     /* bound of B (default 128) */
     int64_t max_ctx;       /* cache capacity per request, tokens (default 1024) */

@@ -188,7 +188,7 @@ const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64
 
 int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, int64_t batch, int tma_ring)
 {
-    const int64_t T = bo->target_tasks > 0 ? bo->target_tasks : 131, KP = EVT_DECODE_SLICES;
+    const int64_t T = bo->target_tasks > 0 ? bo->target_tasks : EVT_QWEN3_TARGET_TASKS, KP = EVT_DECODE_SLICES;
     if (bo->fuse_norm || bo->norm_partials || batch < EVT_DECODE_SLICES_MIN_BATCH || batch > EVT_DECODE_SLICES_MAX_BATCH ||
         evt_decode_tma_ring(batch, tma_ring) <= 0 || T < 8 * KP)
         return 1;

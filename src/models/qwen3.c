@@ -165,7 +165,7 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
-    evt_qwen3_opts def = {.max_batch = 128, .max_ctx = 1024, .page_size = 16, .target_tasks = 131, .seed = 1};
+    evt_qwen3_opts def = {.max_batch = 128, .max_ctx = 1024, .page_size = 16, .target_tasks = EVT_QWEN3_TARGET_TASKS, .seed = 1};
     evt_qwen3_opts op = opt ? *opt : def;
     if (op.max_batch <= 0) op.max_batch = def.max_batch;
     if (op.max_ctx <= 0) op.max_ctx = def.max_ctx;
