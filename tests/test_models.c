@@ -1024,6 +1024,18 @@ static void decode_down_slices(void **state)
             free(text);
         }
     }
+    { /* slices_from: the least sliced batch in the program's expression */
+        evt_decode_opts o = {.model = "qwen3-8b", .batch = 32, .ctx = 8, .steps = 1};
+        o.build.dn_slices = o.build.o_slices = 4;
+        o.build.slices_from = 17;
+        evt_qwen3_config c;
+        char *text = NULL;
+        evt_diag d = {0};
+        assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+        assert_non_null(strstr(text, "call l0_dn = linear_part(l0_a, l0_wd, l0_dp) over (nb) in [(1 + 3 * min(1, 64 / B) * min(1, B / 17)) * (131 / "));
+        assert_null(strstr(text, "B / 33"));
+        free(text);
+    }
     { /* more slices than the down projection has tiles: refused with a message */
         evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 20, .ctx = 8, .steps = 1, .norms = EVT_NORMS_CALLS};
         o.build.dn_slices = 8;

@@ -37,7 +37,7 @@ typedef struct cli {
     /* decode */
     const char *model, *dump, *emit_program;
     int emit_only;
-    long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices;
+    long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices, slices_from;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
     int no_early_loads;
@@ -67,6 +67,7 @@ static int usage(const char *msg)
             "                [--dn-slices N]      (norm calls: the down projection in N k slices at batch 33-64, the next\n"
             "                                      norm adding them; default 4 there with a TMA ring, else 1: whole K)\n"
             "                [--o-slices N]       (the same for the O projection, the post-attention norm adding them)\n"
+            "                [--slices-from B]    (the least batch the slices apply at; default 33, where the ring starts)\n"
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--attn-rows N]      (requests per attention task; default: as many as make the tasks\n"
             "                                      one wave, 1 up to batch 16; 1: one request a task, the ablation)\n"
@@ -181,6 +182,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--no-attn-early")) c->attn_no_early = 1;
         else if (!strcmp(a, "--qkv-per-head")) c->qkv_per_head = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
+        else if (!strcmp(a, "--slices-from")) { NEED(); if (!parse_int(v, 1, 64, &c->slices_from)) { fprintf(stderr, "evtc: --slices-from %s: expected 1..64\n", v); return 2; } }
         else if (!strcmp(a, "--o-slices")) { NEED(); if (!parse_int(v, 1, 8, &c->o_slices)) { fprintf(stderr, "evtc: --o-slices %s: expected 1..8\n", v); return 2; } }
         else if (!strcmp(a, "--dn-slices")) { NEED(); if (!parse_int(v, 1, 8, &c->dn_slices)) { fprintf(stderr, "evtc: --dn-slices %s: expected 1..8\n", v); return 2; } }
         else if (!strcmp(a, "--lm-waves")) { NEED(); if (!parse_int(v, 1, 64, &c->lm_waves)) { fprintf(stderr, "evtc: --lm-waves %s: expected 1..64\n", v); return 2; } }
@@ -449,6 +451,7 @@ static int cmd_decode(cli *c)
     o.build.lm_waves = c->lm_waves;
     o.build.dn_slices = c->dn_slices;
     o.build.o_slices = c->o_slices;
+    o.build.slices_from = c->slices_from;
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;
     o.norms = (evt_decode_norms)c->norms;

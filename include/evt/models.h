@@ -73,6 +73,9 @@ typedef struct evt_qwen3_opts {
                               count: then O and down run the same tile code, and both norms too, as
                               they do without slices (one slice count alone made qwen3-0.6b batch 64
                               4.6% slower, both 2.8% faster: H200, bench/RESULTS.md session 49) */
+    int64_t slices_from;   /* the least batch at which dn_slices and o_slices apply (one slice below it
+                              and above 64); 0 (default): 33, where evt_decode's TMA ring starts. Lower
+                              (with a ring asked for: evtc decode --tma-ring) to try them at 17-32 */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
     int qkv_per_head;      /* QKV as one counter per head (each attention task waits for the heads it

@@ -248,10 +248,11 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
        each, the next norm adding the partials (add_rmsnorm) */
     const int DS = op.dn_slices > 1 && !op.fuse_norm && !op.norm_partials;
     char KPx[96] = "1";
-    if (DS) snprintf(KPx, sizeof KPx, "(1 + %lld * min(1, 64 / B) * min(1, B / 33))", (long long)op.dn_slices - 1);
+    const long long SF = op.slices_from > 0 ? (long long)op.slices_from : 33; /* the least sliced batch */
+    if (DS) snprintf(KPx, sizeof KPx, "(1 + %lld * min(1, 64 / B) * min(1, B / %lld))", (long long)op.dn_slices - 1, SF);
     const int OS = op.o_slices > 1 && !op.fuse_norm && !op.norm_partials;
     char KOx[96] = "1";
-    if (OS) snprintf(KOx, sizeof KOx, "(1 + %lld * min(1, 64 / B) * min(1, B / 33))", (long long)op.o_slices - 1);
+    if (OS) snprintf(KOx, sizeof KOx, "(1 + %lld * min(1, 64 / B) * min(1, B / %lld))", (long long)op.o_slices - 1, SF);
     if (OS && (op.o_slices > T_o || op.o_slices > nh * hd)) {
         evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "model %s: %lld O-projection slices for %lld tiles of %lld rows over K %lld",
                        c->name, (long long)op.o_slices, (long long)T_o, (long long)H, (long long)(nh * hd));
