@@ -59,7 +59,7 @@ typedef struct evt_qwen3_opts {
                               not five times (H200, bench/RESULTS.md sessions 47-48: qwen3-0.6b batch 1
                               -0.9%, batch 32-128 -0.3 to -0.4%; qwen3-8b level to -0.15%) */
     int64_t dn_slices;     /* without fuse_norm and norm_partials: the down projection in this many k
-                              slices at batch 33-64 (1 elsewhere): linear_part tasks of dn_slices times
+                              slices at batch slices_from-64 (1 elsewhere): linear_part tasks of dn_slices times
                               the rows, each over its slice of K, leave f32 partials, and the next
                               layer's input norm (add_rmsnorm; the final norm after the last layer)
                               adds them to the residual and writes the new residual rows beside the
@@ -147,8 +147,8 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 /* evt_decode's k slices for O and down (evt_qwen3_opts.dn_slices, o_slices)
    at batch EVT_DECODE_SLICES_MIN_BATCH..EVT_DECODE_SLICES_MAX_BATCH with the
    norm calls and a TMA ring: EVT_DECODE_SLICES each (H200, bench/RESULTS.md
-   session 49: qwen3-8b batch 40 and 64 -3.2% and -2.0% per token, qwen3-0.6b
-   batch 64 -2.8%). Below 33 there is no ring (the register units cannot read
+   session 49: qwen3-8b batch 33 / 40 / 64 -5.9 / -3.0 / -1.9% per token,
+   qwen3-0.6b batch 64 -2.7%). Below 33 there is no ring (the register units cannot read
    a slice of x: slice 0 would take all of K); above 64 the TMA path's forms
    take whole rows. */
 #define EVT_DECODE_SLICES 4
