@@ -753,6 +753,27 @@ static void config_and_program(void **state)
 }
 
 /* A whole binary file (malloc'd), or NULL. */
+/* One decode run with --check (o->check set): fails unless every step
+   matched its sequential reference. what, k: the run's name in a failure. */
+static void decode_checked(const evt_decode_opts *o, const char *what, int k)
+{
+    evt_decode_result r;
+    evt_diag d;
+    evt_diag_init(&d, "decode");
+    if (evt_decode(o, &r, &d)) fail_msg("%s %d: %s", what, k, d.text);
+    assert_int_equal(r.steps_checked, o->steps);
+    assert_int_equal(r.check_failed, 0);
+    evt_diag_free(&d);
+}
+
+/* Removes a run's dump directory. */
+static void remove_dump(const char *dir)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static char *read_all(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -1058,13 +1079,7 @@ static void decode_down_slices(void **state)
         o.run.workers = 3;
         o.build.dn_slices = k + 1;
         o.build.o_slices = k == 2 ? 2 : 0;
-        evt_decode_result r;
-        evt_diag d;
-        evt_diag_init(&d, "decode");
-        if (evt_decode(&o, &r, &d)) fail_msg("dn_slices %d: %s", k + 1, d.text);
-        assert_int_equal(r.steps_checked, 2);
-        assert_int_equal(r.check_failed, 0);
-        evt_diag_free(&d);
+        decode_checked(&o, "dn_slices", k + 1);
     }
     for (int k = 1; k < 3; k++) {
         size_t n[2];
@@ -1092,11 +1107,7 @@ static void decode_down_slices(void **state)
             free(buf[1]);
         }
     }
-    for (int k = 0; k < 3; k++) {
-        char cmd[160];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dirs[k]);
-        if (system(cmd)) fail_msg("%s", cmd);
-    }
+    for (int k = 0; k < 3; k++) remove_dump(dirs[k]);
 }
 
 /* the LM head's tiles: two waves of target_tasks in every program evt_decode
@@ -1139,13 +1150,7 @@ static void decode_lm_head_waves(void **state)
         o.run.workers = 3;
         o.build.target_tasks = 50; /* 50, 100 and 150 tiles of the 256 rows: ragged */
         o.build.lm_waves = k == 1 ? 0 : k + 1;
-        evt_decode_result r;
-        evt_diag d;
-        evt_diag_init(&d, "decode");
-        if (evt_decode(&o, &r, &d)) fail_msg("lm_waves %d: %s", k + 1, d.text);
-        assert_int_equal(r.steps_checked, 2);
-        assert_int_equal(r.check_failed, 0);
-        evt_diag_free(&d);
+        decode_checked(&o, "lm_waves", k + 1);
     }
     const char *files[] = {"step0_logits.bin", "tokens.bin"};
     for (int k = 1; k < 3; k++)
@@ -1163,11 +1168,7 @@ static void decode_lm_head_waves(void **state)
             free(buf[0]);
             free(buf[1]);
         }
-    for (int k = 0; k < 3; k++) {
-        char cmd[160];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dirs[k]);
-        assert_int_equal(system(cmd), 0);
-    }
+    for (int k = 0; k < 3; k++) remove_dump(dirs[k]);
 }
 
 /* a kernel without the run loop (EVT_LLM_ATTN_ONE_REQUEST) refuses a

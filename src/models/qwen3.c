@@ -47,7 +47,8 @@
  * nb % (T / KP) over k slice nb / (T / KP), f32 partials without the
  * residual; layer i+1's n1 (the final norm after the last layer) is
  * add_rmsnorm(xa_i, dp_i) -> x_{i+1}, h: the residual's new rows written
- * beside the normed ones. KP = dn_slices at batch 33-64, 1 elsewhere.
+ * beside the normed ones. KP = dn_slices at batch slices_from (33) to 64, 1
+ * elsewhere.
  * `o_slices`: oproj likewise, linear_part(o, Wo) -> op_i, and n2 is
  * add_rmsnorm(x_i, op_i) -> xa, h2.)
  * (`split_rope`, an ablation: q_rope over (b, h) and k_rope_append over
@@ -163,6 +164,25 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
 #define EVT_QWEN3_AUTO_SPLITS_MAX 8 /* adaptive split-KV count's cap (see Sx below) */
 #define EVT_QWEN3_MERGE_ROWS_B 16   /* above this batch, one attention merge task per row (see MGx below) */
 
+/* A projection's slice count as the program's expression of B into out (n
+   slices from batch SF to 64, one elsewhere; "1" for n <= 1); 0 with a
+   diagnostic when n exceeds its tiles T or its K. */
+static int slice_count(const evt_qwen3_config *c, const char *what, int64_t n, int64_t T, int64_t N, int64_t K, long long SF,
+                       char out[96], evt_diag *d)
+{
+    if (n <= 1) {
+        snprintf(out, 96, "1");
+        return 1;
+    }
+    if (n > T || n > K) {
+        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "model %s: %lld %s slices for %lld tiles of %lld rows over K %lld", c->name,
+                       (long long)n, what, (long long)T, (long long)N, (long long)K);
+        return 0;
+    }
+    snprintf(out, 96, "(1 + %lld * min(1, 64 / B) * min(1, B / %lld))", (long long)n - 1, SF);
+    return 1;
+}
+
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, evt_diag *d)
 {
     evt_qwen3_opts def = {.max_batch = 128, .max_ctx = 1024, .page_size = 16, .target_tasks = EVT_QWEN3_TARGET_TASKS, .seed = 1};
@@ -241,28 +261,18 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
        at most one tile a vocabulary row */
     int64_t NC = op.lm_waves > 0 ? op.lm_waves * op.target_tasks : pick_tiles(V, op.target_tasks, 256);
     if (NC > V) NC = V;
-    /* the down projection in k slices (dn_slices, without fused norms or norm
-       partials): KPx slices at batch 33-64, where the TMA ring streams a slice
-       of x (below 33 there is no ring and slice 0 would take all of K; above 64
-       the TMA path's two-halves and swapped forms take whole rows), T_dn / KPx bands of rows
-       each, the next norm adding the partials (add_rmsnorm) */
-    const int DS = op.dn_slices > 1 && !op.fuse_norm && !op.norm_partials;
-    char KPx[96] = "1";
+    /* the O and down projections in k slices (o_slices, dn_slices, without
+       fused norms or norm partials): KOx / KPx slices at batch slices_from-64
+       (33 by default, where the TMA ring streams a slice of x; below it there
+       is no ring and slice 0 would take all of K; above 64 the TMA path's
+       two-halves and swapped forms take whole rows), T / KP bands of rows
+       each, the norm after each adding the partials (add_rmsnorm) */
     const long long SF = op.slices_from > 0 ? (long long)op.slices_from : 33; /* the least sliced batch */
-    if (DS) snprintf(KPx, sizeof KPx, "(1 + %lld * min(1, 64 / B) * min(1, B / %lld))", (long long)op.dn_slices - 1, SF);
-    const int OS = op.o_slices > 1 && !op.fuse_norm && !op.norm_partials;
-    char KOx[96] = "1";
-    if (OS) snprintf(KOx, sizeof KOx, "(1 + %lld * min(1, 64 / B) * min(1, B / %lld))", (long long)op.o_slices - 1, SF);
-    if (OS && (op.o_slices > T_o || op.o_slices > nh * hd)) {
-        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "model %s: %lld O-projection slices for %lld tiles of %lld rows over K %lld",
-                       c->name, (long long)op.o_slices, (long long)T_o, (long long)H, (long long)(nh * hd));
+    const int OS = op.o_slices > 1 && !op.fuse_norm && !op.norm_partials, DS = op.dn_slices > 1 && !op.fuse_norm && !op.norm_partials;
+    char KOx[96], KPx[96];
+    if (!slice_count(c, "O-projection", OS ? op.o_slices : 1, T_o, H, nh * hd, SF, KOx, d) ||
+        !slice_count(c, "down-projection", DS ? op.dn_slices : 1, T_dn, H, I, SF, KPx, d))
         return NULL;
-    }
-    if (DS && (op.dn_slices > T_dn || op.dn_slices > I)) {
-        evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "model %s: %lld down-projection slices for %lld tiles of %lld rows over K %lld",
-                       c->name, (long long)op.dn_slices, (long long)T_dn, (long long)H, (long long)I);
-        return NULL;
-    }
     /* a QKV tile notifies every head its rows touch: F elements from its
        first row's head, clamped to its last row's head (a repeated element
        is notified twice; wait-count inference counts both) */
