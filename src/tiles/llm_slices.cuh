@@ -55,10 +55,15 @@ __device__ __noinline__ void linear_part_early_cuda(const evt_task_args *a) { ev
 /* add_rmsnorm (llm.c): y = r + the slices of part (in order), rounded once;
    h = rmsnorm(y) * w. A thread's 8-element chunks: w's copied into shared
    memory by cp.async first (as rmsnorm: its round trip overlaps the row's,
-   not after the sum), r, then each slice's two float4s (through L2: other
-   SMs wrote them), the new y to global memory and to shared memory (bf16,
-   above the block sums), whose sum of squares the block adds; then h from
-   the staged y and w (each thread reads back only its own chunks). */
+   not after the sum); with a TMA ring of (4 KP + 2) H bytes, r's row and
+   every slice's partial row copied into it by cp.async too (through L2:
+   other SMs wrote them), all in flight at once without registers, then
+   summed from shared memory (session 50: qwen3-8b batch 40 and 64 -0.9%
+   per token against the loads below, which go one slice at a time and
+   spilled 96 bytes at KP = 2); without, r and each slice's two float4s
+   from global memory. The new y goes to global memory and to shared memory
+   (bf16, above the block sums), whose sum of squares the block adds; then
+   h from the staged y and w (each thread reads back only its own chunks). */
 __device__ __noinline__ void add_rmsnorm_cuda(const evt_task_args *a)
 {
     const evt_bf16 *r = (const evt_bf16 *)a->t[0].ptr, *w = (const evt_bf16 *)a->t[2].ptr;
@@ -77,29 +82,36 @@ __device__ __noinline__ void add_rmsnorm_cuda(const evt_task_args *a)
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
     float ss = 0;
-    constexpr int R = 2; /* chunks a thread at most (H <= 4096): every load of the row in flight at once (4 spilled) */
-    if (vec && KP == 2 && H / 8 <= R * (int64_t)evt_tile_threads()) {
-        uint4 rv[R];
-        float4 pv[R][4];
-#pragma unroll
-        for (int q = 0; q < R; q++) {
-            const int64_t i = threadIdx.x + (int64_t)q * evt_tile_threads();
-            if (i >= H / 8) continue;
-            rv[q] = *(const uint4 *)(r + b * H + 8 * i);
-#pragma unroll
-            for (int s = 0; s < 2; s++) {
-                const float *ps = part + (s * B + b) * H + 8 * i;
-                asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(pv[q][2 * s].x), "=f"(pv[q][2 * s].y), "=f"(pv[q][2 * s].z), "=f"(pv[q][2 * s].w) : "l"(ps));
-                asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(pv[q][2 * s + 1].x), "=f"(pv[q][2 * s + 1].y), "=f"(pv[q][2 * s + 1].z), "=f"(pv[q][2 * s + 1].w) : "l"(ps + 4));
+    /* the residual row and every slice's partial row copied into the TMA ring
+       by cp.async (free between GEMV tasks: theirs have all landed and been
+       read before they end), all in flight at once without registers; each
+       thread then reads back only the chunks it copied */
+    const uint32_t rs = (uint32_t)__cvta_generic_to_shared(evt_dyn_smem + a->tma_ring_off), ps = rs + 2u * (uint32_t)H;
+    if (vec && KP >= 1 && KP <= 8 && (uint64_t)a->tma_ring_bytes >= (uint64_t)(4 * KP + 2) * (uint64_t)H && !(rs & 15)) {
+        for (int64_t i = threadIdx.x; i < H / 8; i += evt_tile_threads()) {
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(rs + 16u * (uint32_t)i), "l"(r + b * H + 8 * i) : "memory");
+            for (int64_t s = 0; s < KP; s++) {
+                const uint32_t d = ps + 4u * (uint32_t)(s * H + 8 * i);
+                const float *src = part + (s * B + b) * H + 8 * i;
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d + 16u), "l"(src + 4) : "memory");
             }
         }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        asm volatile("cp.async.wait_all;" ::: "memory"); /* this thread's chunks (and w's) */
+        for (int64_t i = threadIdx.x; i < H / 8; i += evt_tile_threads()) {
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (int64_t s = 0; s < KP; s++) { /* in slice order, as llm.c */
+                const uint4 p0 = evt_llm_lds(ps + 4u * (uint32_t)(s * H + 8 * i)), p1 = evt_llm_lds(ps + 4u * (uint32_t)(s * H + 8 * i) + 16u);
+                const uint32_t *u0 = &p0.x, *u1 = &p1.x;
 #pragma unroll
-        for (int q = 0; q < R; q++) {
-            const int64_t i = threadIdx.x + (int64_t)q * evt_tile_threads();
-            if (i >= H / 8) continue;
-            const float acc[8] = {0.f + pv[q][0].x + pv[q][2].x, 0.f + pv[q][0].y + pv[q][2].y, 0.f + pv[q][0].z + pv[q][2].z, 0.f + pv[q][0].w + pv[q][2].w,
-                                  0.f + pv[q][1].x + pv[q][3].x, 0.f + pv[q][1].y + pv[q][3].y, 0.f + pv[q][1].z + pv[q][3].z, 0.f + pv[q][1].w + pv[q][3].w};
-            const uint32_t *ru = &rv[q].x;
+                for (int j = 0; j < 4; j++) {
+                    acc[j] += __uint_as_float(u0[j]);
+                    acc[4 + j] += __uint_as_float(u1[j]);
+                }
+            }
+            const uint4 rv = evt_llm_lds(rs + 16u * (uint32_t)i);
+            const uint32_t *ru = &rv.x;
             uint4 out;
             uint32_t *o = &out.x;
 #pragma unroll
@@ -114,8 +126,8 @@ __device__ __noinline__ void add_rmsnorm_cuda(const evt_task_args *a)
             *(uint4 *)(ys + 8 * i) = out;
         }
     } else if (vec) { /* (the chunk's rounding and stores as above, written out again: a helper shared by
-                         both paths changed the sliced kernel's machine code, bench/kernel_same.sh, which stays
-                         what session 49 measured) */
+                         both paths changed the sliced kernel's machine code, bench/kernel_same.sh; kept as
+                         session 50 measured it) */
         for (int64_t i = threadIdx.x; i < H / 8; i += evt_tile_threads()) {
             const uint4 rv = *(const uint4 *)(r + b * H + 8 * i);
             float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -253,13 +253,15 @@ say "== register spills in the tiles of a decode megakernel"
 # are known and were measured in the kernels that carry them, so they have
 # allowances (a function-name pattern and its most bytes): the 4-q-head
 # attention team function, 36 bytes in the batch-64 kernel (main since at
-# least session 48) and 40 in the sliced one; add_rmsnorm 96 (session 49).
+# least session 48) and 40 in the sliced one of session 49 (36 since session
+# 50, whose add_rmsnorm stages its rows in the TMA ring and no longer spills
+# the 96 bytes it had an allowance for).
 # A tile over its allowance, or any other over 32 bytes, fails.
 # (Not gated: the batch-65-128 kernel, `bench/spills.sh --batch 100`, whose
 # attn_rope_team_request_cuda<4> spilled 36 bytes in evt_kernel before
 # session 44 and 40 since, measured faster all the same: bench/RESULTS.md.)
 # The five builds run at once (each is one single-threaded nvcc, ~1 min).
-SPILL_ALLOW='attn_rope_team_request_cudaILi4E=40 add_rmsnorm_cuda=96'
+SPILL_ALLOW='attn_rope_team_request_cudaILi4E=40'
 SPD=$(mktemp -d)
 for variant in default noearly stream b64 b64s; do
     flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads; [ $variant = b64 ] && flag="--batch 64"
