@@ -872,9 +872,9 @@ static void check_tolerance(void **state)
 }
 
 /* evtc decode's TMA ring: the request when given, else 96 KiB exactly at the
-   batches whose GEMV tasks gain from it (33-64; none above 64, where no task
-   takes the path, nor below 33, where the smaller L1 costs what it saves);
-   and its norms */
+   batches whose GEMV tasks gain from it (33-128; from 17 for a hidden size of
+   2048 or more; none below, where the smaller L1 costs what it saves, nor
+   above 128); and its norms */
 /* evt_decode's tile options: the batch-1-16 program of `--norms auto` leaves
  * the TMA GEMV out (it runs only at 17-64), the attention's staged first step
  * and, unless the caller asks for request runs, the attention's run loop
@@ -1022,7 +1022,8 @@ static void decode_down_slices(void **state)
     { /* evt_decode's defaults (evt_decode_slices): 4 slices for both at batch 33-64 with norm calls and a ring */
         static const struct { int64_t batch, dn, tiles; int ring; evt_decode_norms norms; int sliced; } dv[] = {
             {33, 0, 0, 0, EVT_NORMS_AUTO, 1}, {40, 0, 0, 0, EVT_NORMS_AUTO, 1}, {64, 0, 0, 0, EVT_NORMS_AUTO, 1},
-            {32, 0, 0, 0, EVT_NORMS_AUTO, 0}, {65, 0, 0, 0, EVT_NORMS_AUTO, 0}, {16, 0, 0, 0, EVT_NORMS_AUTO, 0},
+            {32, 0, 0, 0, EVT_NORMS_AUTO, 0} /* qwen3-8b has a ring there (hidden 4096), the slices start at 33 */,
+            {20, 0, 0, 0, EVT_NORMS_AUTO, 0}, {65, 0, 0, 0, EVT_NORMS_AUTO, 0}, {16, 0, 0, 0, EVT_NORMS_AUTO, 0},
             {8, 0, 0, 0, EVT_NORMS_CALLS, 0}, {64, 0, 0, -1, EVT_NORMS_AUTO, 0} /* no ring */,
             {64, 1, 0, 0, EVT_NORMS_AUTO, 0} /* asked for whole K */, {64, 0, 0, 0, EVT_NORMS_PARTIALS, 0},
             {64, 0, 0, 0, EVT_NORMS_FUSED, 0}, {64, 0, 31, 0, EVT_NORMS_AUTO, 0} /* fewer than 8 tiles a slice */,
@@ -1203,17 +1204,29 @@ static void one_request_define_refuses_runs(void **state)
 static void decode_tma_ring_policy(void **state)
 {
     (void)state;
-    assert_int_equal(evt_decode_tma_ring(1, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(32, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(33, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(49, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(64, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(65, 0), EVT_DECODE_TMA_RING); /* x in two boxes, one stream of the band */
-    assert_int_equal(evt_decode_tma_ring(128, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(129, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(64, -1), -1);      /* --tma-ring 0 */
-    assert_int_equal(evt_decode_tma_ring(8, 65536), 65536); /* --tma-ring 65536 */
-    assert_int_equal(evt_decode_tma_ring(100, 98304), 98304);
+    /* hidden size 1024 (qwen3-0.6b): from batch 33 */
+    assert_int_equal(evt_decode_tma_ring(1024, 1, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(1024, 17, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(1024, 32, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(1024, 33, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(1024, 49, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(1024, 64, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(1024, 65, 0), EVT_DECODE_TMA_RING); /* x in two boxes, one stream of the band */
+    assert_int_equal(evt_decode_tma_ring(1024, 128, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(1024, 129, 0), 0);
+    /* 2048 and more (qwen3-1.7b, -8b): from batch 17 */
+    assert_int_equal(evt_decode_tma_ring(2047, 17, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(2048, 16, 0), 0);
+    assert_int_equal(evt_decode_tma_ring(2048, 17, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(4096, 24, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(4096, 32, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(4096, 128, 0), EVT_DECODE_TMA_RING);
+    assert_int_equal(evt_decode_tma_ring(4096, 129, 0), 0);
+    /* a request wins at any batch and width */
+    assert_int_equal(evt_decode_tma_ring(1024, 64, -1), -1);      /* --tma-ring 0 */
+    assert_int_equal(evt_decode_tma_ring(4096, 24, -1), -1);
+    assert_int_equal(evt_decode_tma_ring(1024, 8, 65536), 65536); /* --tma-ring 65536 */
+    assert_int_equal(evt_decode_tma_ring(1024, 100, 98304), 98304);
     /* the norms: folded everywhere but UNFOLDED, fused up to batch 16 (AUTO) */
     int fold = -1;
     assert_true(evt_decode_fuse_norm(1, EVT_NORMS_AUTO, &fold) && fold == 1);

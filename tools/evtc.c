@@ -91,8 +91,8 @@ static int usage(const char *msg)
             "                [--stream]           (static workers copy their next GEMV weights into shared memory;\n"
             "                                      CUDA, measured slower: docs/runtime.md)\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n"
-            "                [--tma-ring BYTES]   (GPU: the GEMV tiles' TMA ring; default 96 KiB at batch 33-64, none elsewhere;\n"
-            "                                      0: none: docs/models.md)\n");
+            "                [--tma-ring BYTES]   (GPU: the GEMV tiles' TMA ring; default 96 KiB at batch 33-128, from 17 for a\n"
+            "                                      hidden size of 2048 or more, none elsewhere; 0: none: docs/models.md)\n");
     return 2;
 }
 

@@ -74,8 +74,9 @@ typedef struct evt_qwen3_opts {
                               they do without slices (one slice count alone made qwen3-0.6b batch 64
                               4.6% slower, both 2.8% faster: H200, bench/RESULTS.md session 49) */
     int64_t slices_from;   /* the least batch at which dn_slices and o_slices apply (one slice below it
-                              and above 64); 0 (default): 33, where evt_decode's TMA ring starts. Lower
-                              (with a ring asked for: evtc decode --tma-ring) to try them at 17-32 */
+                              and above 64); 0 (default): 33. Lower to try them at 17-32, where
+                              evt_decode's TMA ring runs for a hidden size of 2048 or more (else ask for
+                              one: evtc decode --tma-ring); measured level there (session 50) */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
     int qkv_per_head;      /* QKV as one counter per head (each attention task waits for the heads it
@@ -129,7 +130,9 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
 /* evt_decode's default TMA ring (evt_run_opts.tma_ring) at batches
    EVT_DECODE_TMA_MIN_BATCH..EVT_DECODE_TMA_MAX_BATCH: the GEMV tiles take the
    TMA path at batch 17-128 (src/tiles/llm_tma.cuh; above 64 with x in two
-   boxes, one per warpgroup). From 33 it pays: with the ring qwen3-8b batch 40 and 48 took
+   boxes, one per warpgroup), and for models of hidden size
+   EVT_DECODE_TMA_EARLY_HIDDEN or more the ring starts at
+   EVT_DECODE_TMA_EARLY_BATCH instead (below). From 33 it pays: with the ring qwen3-8b batch 40 and 48 took
    11.87-11.89 and 12.16-12.17 ms/token against 13.76-13.78 and 14.07-14.10
    without (its gate + up and LM head on the TMA path), qwen3-0.6b level at
    33 and 40 (H100, session 30); at 17-32 the smaller L1 costs more than the
@@ -141,6 +144,15 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
    16.04 / 16.22 / 16.98 ms/token; qwen3-0.6b, which had no ring above 64,
    5.73 / 6.14 / 7.05 -> 5.41 / 5.73 / 6.39 */
 #define EVT_DECODE_TMA_MIN_BATCH 33
+/* From batch 17 for a hidden size of 2048 or more (H200, bench/RESULTS.md
+   session 50, ring against none on the same machine: qwen3-1.7b batch 17 /
+   24 / 32 -3.7 / -5.1 / -5.3% per token, qwen3-8b 17 / 20 / 24 / 32 -1.5 /
+   -1.4 / -1.1 / -0.2%; qwen3-0.6b, hidden size 1024, +3.5 / +2.9 / +2.3% at
+   17 / 24 / 32, so it keeps 33). Session 40 had measured qwen3-8b 0.7-1.2%
+   slower with the ring at 17-32; the TMA path changed since (sessions
+   41-49). The batch-17-32 kernel is the same with or without the ring. */
+#define EVT_DECODE_TMA_EARLY_HIDDEN 2048
+#define EVT_DECODE_TMA_EARLY_BATCH 17
 #define EVT_DECODE_TMA_WIDE_BATCH 64
 #define EVT_DECODE_TMA_MAX_BATCH 128
 #define EVT_DECODE_TMA_RING (96 * 1024)
@@ -177,10 +189,10 @@ typedef enum evt_decode_norms { EVT_NORMS_AUTO, EVT_NORMS_FUSED, EVT_NORMS_CALLS
 /* Whether evt_decode fuses the norms at this batch (and folds their weights:
    *fold) under `norms`. */
 int evt_decode_fuse_norm(int64_t batch, evt_decode_norms norms, int *fold);
-/* The ring evt_decode runs with at this batch: `requested` as
-   evt_run_opts.tma_ring has it (bytes, -1 none), or 0 (unset) for the
-   default above. */
-int evt_decode_tma_ring(int64_t batch, int requested);
+/* The ring evt_decode runs with at this batch for a model of this hidden
+   size: `requested` as evt_run_opts.tma_ring has it (bytes, -1 none), or 0
+   (unset) for the default above. */
+int evt_decode_tma_ring(int64_t hidden_size, int64_t batch, int requested);
 /* The tile options (evt_compile_opts.cuda_defines) evt_decode compiles with
    when the caller gives none. For the fused-norm program that `--norms auto`
    runs at batch <= EVT_DECODE_FUSE_NORM_MAX_BATCH: "EVT_LLM_NO_TMA", since

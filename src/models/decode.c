@@ -190,7 +190,7 @@ int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, i
 {
     const int64_t T = bo->target_tasks > 0 ? bo->target_tasks : EVT_QWEN3_TARGET_TASKS, KP = EVT_DECODE_SLICES;
     if (bo->fuse_norm || bo->norm_partials || batch < EVT_DECODE_SLICES_MIN_BATCH || batch > EVT_DECODE_SLICES_MAX_BATCH ||
-        evt_decode_tma_ring(batch, tma_ring) <= 0 || T < 8 * KP)
+        evt_decode_tma_ring(c->hidden_size, batch, tma_ring) <= 0 || T < 8 * KP)
         return 1;
     /* whole TMA stages per slice (else the tiles' register fallback runs them, all of K in slice 0) */
     if ((c->num_attention_heads * c->head_dim) % (64 * KP) || c->intermediate_size % (64 * KP)) return 1;
@@ -237,10 +237,11 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     return EVT_OK;
 }
 
-int evt_decode_tma_ring(int64_t batch, int requested)
+int evt_decode_tma_ring(int64_t hidden_size, int64_t batch, int requested)
 {
     if (requested) return requested;
-    return batch >= EVT_DECODE_TMA_MIN_BATCH && batch <= EVT_DECODE_TMA_MAX_BATCH ? EVT_DECODE_TMA_RING : 0;
+    const int64_t lo = hidden_size >= EVT_DECODE_TMA_EARLY_HIDDEN ? EVT_DECODE_TMA_EARLY_BATCH : EVT_DECODE_TMA_MIN_BATCH;
+    return batch >= lo && batch <= EVT_DECODE_TMA_MAX_BATCH ? EVT_DECODE_TMA_RING : 0;
 }
 
 evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
@@ -256,7 +257,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (st) return st;
     /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
        elsewhere the reservation would only shrink L1 */
-    local.run.tma_ring = evt_decode_tma_ring(o->batch, o->run.tma_ring);
+    local.run.tma_ring = evt_decode_tma_ring(c.hidden_size, o->batch, o->run.tma_ring);
     /* the batch-1-16 program's kernel without the TMA GEMV and the
        attention's request runs, which it never runs; x's second box (both
        warpgroups multiplying) only in the kernel of the runs above batch 64

@@ -263,8 +263,9 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     if (NC > V) NC = V;
     /* the O and down projections in k slices (o_slices, dn_slices, without
        fused norms or norm partials): KOx / KPx slices at batch slices_from-64
-       (33 by default, where the TMA ring streams a slice of x; below it there
-       is no ring and slice 0 would take all of K; above 64 the TMA path's
+       (33 by default: the TMA ring streams a slice of x; below 33 there is no
+       ring for hidden sizes under 2048 and slice 0 would take all of K, and
+       with one the slices measured level, session 50; above 64 the TMA path's
        two-halves and swapped forms take whole rows), T / KP bands of rows
        each, the norm after each adding the partials (add_rmsnorm) */
     const long long SF = op.slices_from > 0 ? (long long)op.slices_from : 33; /* the least sliced batch */
