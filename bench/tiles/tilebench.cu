@@ -20,7 +20,7 @@
  *                                   tiles at each batch B (shapes the models
  *                                   do not have: a split-K tile's rows and
  *                                   k range, other tile counts)
- *   -DEVT_ATTN_PROF (build flag)     also prints, for attn_rope_split, the median
+ *   -DEVT_ATTN_PROF (build flag)     also prints, for attn_rope_split and its run form, the median
  *                                   time from a task's entry to each of its phases
  *                                   (src/tiles/llm_attn.cuh, EVT_ATTN_STAMP)
  *   build/tilebench --l2-warm ...   weights not rotated: a tile whose weights fit
@@ -290,7 +290,8 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     int ok = err <= tol && (!nidx || bad_idx * 100 <= nidx * 1); /* argmax: >= 99% exact */
     if (nidx && bad_idx) fprintf(stderr, "  %s: %lld of %lld indices differ\n", op, (long long)bad_idx, (long long)nidx);
 #ifdef EVT_ATTN_PROF
-    if (!strcmp(op, "attn_rope_split")) { /* phase stamps of one launch (copy 0), median over tasks, us from entry */
+    if (!strncmp(op, "attn_rope_split", 15)) { /* phase stamps of one launch (copy 0), median over tasks, us from entry
+                                                 (the run form's: llm_attn.cuh's list) */
         unsigned long long *dp, *np = nullptr;
         std::vector<unsigned long long> hp((size_t)ntask * EVT_ATTN_PROF_SLOTS, 0);
         CK(cudaMalloc(&dp, hp.size() * 8));

@@ -49,9 +49,14 @@ __device__ __forceinline__ void evt_llm_team_sync(const evt_llm_team &tm)
    pointer is set: thread 0 at 0 entry, 1 split range (pos read), 2 past
    the waits, 3 q/k norm + RoPE done, 4 new k, v appended, 5 its loop done,
    6 the warps merged, 7 merge_last done; 8 thread 224 (a table warp) past
-   the angle table, 9 thread 32 past its staging, 10 thread 224's loop done */
+   the angle table, 9 thread 32 past its staging, 10 thread 224's loop done.
+   A run in teams (llm_attn_teams.cuh) stamps 0 at the run's entry, then
+   team 0's first request (thread 0): 11 past the waits, 12 q/k norm + RoPE
+   done, 13 new k, v appended, 6 its warps merged; 5 team 0's loop done and
+   10 the last team's (thread 224, warp 7), each in its last round; 14 the
+   last round's start and 15 the run's end */
 #define EVT_ATTN_PROF_SLOTS 16  /* stamps a block may write (its row of evt_attn_prof) */
-#define EVT_ATTN_PROF_STAMPS 11 /* stamps written: 0 .. 10 above */
+#define EVT_ATTN_PROF_STAMPS 16 /* stamps written: 0 .. 15 above */
 #ifdef EVT_ATTN_PROF
 __device__ unsigned long long *evt_attn_prof;
 #define EVT_ATTN_STAMP(k, thr)                                                                                   \

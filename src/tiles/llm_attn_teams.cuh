@@ -95,6 +95,7 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
     if (first) {
         if (cs && tm.tid < half) { tab[tm.tid] = t0; tab[half + tm.tid] = t1; } /* the waits' barrier orders it */
         if (evt_tile_wait(a)) return true;
+        EVT_ATTN_STAMP(11, 0);
     }
     if (!have) return false;
     const int64_t g = a->coord[1], N = a->t[0].dim[1], nkv = a->t[5].dim[2], nh = a->t[7].dim[1];
@@ -150,6 +151,7 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
         }
     }
     evt_llm_team_sync<true>(tm);
+    if (first) EVT_ATTN_STAMP(12, 0);
     /* append the new k, v at position p, read back by the loop (the team's barrier orders it) */
     evt_llm_attn_io io;
     io.kc = (const evt_bf16 *)a->t[5].ptr; io.vc = (const evt_bf16 *)a->t[6].ptr;
@@ -162,7 +164,9 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
     evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr;
     for (int i = tm.tid; i < hd; i += tm.nthreads) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
     evt_llm_team_sync<true>(tm);
+    if (first) EVT_ATTN_STAMP(13, 0);
     evt_llm_attn_fast<G, 16, true>(io, 0, p + 1, dst, hd + 2, ob, false, false, tm); /* ends with the team's barrier */
+    if (first) EVT_ATTN_STAMP(6, 0);
     return false;
 }
 
@@ -182,17 +186,20 @@ __device__ __forceinline__ bool evt_llm_attn_team_run(const evt_task_args *a, in
 {
     const int64_t G = a->t[7].dim[1] / a->t[5].dim[2];
     const int warp = (int)(threadIdx.x >> 5), nw = evt_tile_threads() >> 5;
+    EVT_ATTN_STAMP(0, 0);
     for (int64_t r0 = b0, nt = NT; r0 < b1; r0 += nt) { /* r0: the round's first request */
         if (b1 - r0 < nt) { /* the tail */
             nt = b1 - r0;
             evt_tile_sync();
         }
+        if (r0 + nt >= b1) EVT_ATTN_STAMP(14, 0);
         const int64_t b = r0 + evt_llm_attn_team_of(warp, nw, (int)nt);
         const bool first = r0 == b0;
         if (G == 4 ? attn_rope_team_request_cuda<4>(a, b, true, first, (int)nt)
                    : G == 2 ? attn_rope_team_request_cuda<2>(a, b, true, first, (int)nt) : attn_rope_team_request_cuda<1>(a, b, true, first, (int)nt))
             return true;
     }
+    EVT_ATTN_STAMP(15, 0);
     return false;
 }
 
