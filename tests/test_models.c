@@ -1204,29 +1204,24 @@ static void one_request_define_refuses_runs(void **state)
 static void decode_tma_ring_policy(void **state)
 {
     (void)state;
-    /* hidden size 1024 (qwen3-0.6b): from batch 33 */
-    assert_int_equal(evt_decode_tma_ring(1024, 1, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(1024, 17, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(1024, 32, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(1024, 33, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(1024, 49, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(1024, 64, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(1024, 65, 0), EVT_DECODE_TMA_RING); /* x in two boxes, one stream of the band */
-    assert_int_equal(evt_decode_tma_ring(1024, 128, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(1024, 129, 0), 0);
-    /* 2048 and more (qwen3-1.7b, -8b): from batch 17 */
-    assert_int_equal(evt_decode_tma_ring(2047, 17, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(2048, 16, 0), 0);
-    assert_int_equal(evt_decode_tma_ring(2048, 17, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(4096, 24, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(4096, 32, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(4096, 128, 0), EVT_DECODE_TMA_RING);
-    assert_int_equal(evt_decode_tma_ring(4096, 129, 0), 0);
-    /* a request wins at any batch and width */
-    assert_int_equal(evt_decode_tma_ring(1024, 64, -1), -1);      /* --tma-ring 0 */
-    assert_int_equal(evt_decode_tma_ring(4096, 24, -1), -1);
-    assert_int_equal(evt_decode_tma_ring(1024, 8, 65536), 65536); /* --tma-ring 65536 */
-    assert_int_equal(evt_decode_tma_ring(1024, 100, 98304), 98304);
+    static const struct { int64_t hidden, batch; int requested, want; } v[] = {
+        /* hidden size 1024 (qwen3-0.6b): from batch 33 */
+        {1024, 1, 0, 0}, {1024, 17, 0, 0}, {1024, 32, 0, 0}, {1024, 33, 0, EVT_DECODE_TMA_RING},
+        {1024, 49, 0, EVT_DECODE_TMA_RING}, {1024, 64, 0, EVT_DECODE_TMA_RING},
+        {1024, 65, 0, EVT_DECODE_TMA_RING} /* x in two boxes, one stream of the band */,
+        {1024, 128, 0, EVT_DECODE_TMA_RING}, {1024, 129, 0, 0},
+        /* 2048 and more (qwen3-1.7b, -8b): from batch 17 */
+        {2047, 17, 0, 0}, {2048, 16, 0, 0}, {2048, 17, 0, EVT_DECODE_TMA_RING}, {4096, 24, 0, EVT_DECODE_TMA_RING},
+        {4096, 32, 0, EVT_DECODE_TMA_RING}, {4096, 128, 0, EVT_DECODE_TMA_RING}, {4096, 129, 0, 0},
+        /* a request wins at any batch and width */
+        {1024, 64, -1, -1} /* --tma-ring 0 */, {4096, 24, -1, -1}, {1024, 8, 65536, 65536} /* --tma-ring 65536 */,
+        {1024, 100, 98304, 98304}};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        const int got = evt_decode_tma_ring(v[k].hidden, v[k].batch, v[k].requested);
+        if (got != v[k].want)
+            fail_msg("evt_decode_tma_ring(%lld, %lld, %d) = %d, want %d", (long long)v[k].hidden, (long long)v[k].batch,
+                     v[k].requested, got, v[k].want);
+    }
     /* the norms: folded everywhere but UNFOLDED, fused up to batch 16 (AUTO) */
     int fold = -1;
     assert_true(evt_decode_fuse_norm(1, EVT_NORMS_AUTO, &fold) && fold == 1);
