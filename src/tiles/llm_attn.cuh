@@ -110,39 +110,15 @@ __device__ __forceinline__ uint32_t evt_llm_attn_stage_slot(int warp, int lane, 
     return (uint32_t)__cvta_generic_to_shared(evt_llm_smem + EVT_LLM_ATTN_STAGE_OFF) +
            (uint32_t)(warp - 1) * (2u * EVT_LLM_ATTN_U * 512u) + (uint32_t)i * 512u + (uint32_t)lane * 16u;
 }
-/* End of a grouped split: each warp's (m, l, o) per head (m is warp-uniform,
- * the lane groups hold disjoint positions) merged into dst in the natural-log
- * domain; with odst (the task's split is the only one) also the normalised
- * output of head i at odst + i * hd, as attn_merge computes it from dst.
- * Uses evt_llm_smem below EVT_LLM_ATTN_QKV_OFF. */
+/* The second half of the merge: the nwarps warps' (m, l, o) per head in sm
+ * ([warp][G][hd + 2], m in the log2 domain; a warp with l = 0 had no
+ * position) combined into dst and, with odst, the normalised output (see
+ * evt_llm_attn_merge_warps); ends with the barrier that frees sm. */
 template <int G, bool TEAM>
-__device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], float (&l)[G], float (&o)[G][8], int lpp, float *dst,
-                                                         int64_t dstride, evt_bf16 *odst, const evt_llm_team &tm)
+__device__ __forceinline__ void evt_llm_attn_combine_warps(float *sm, int nwarps, int64_t hd, float *dst, int64_t dstride,
+                                                           evt_bf16 *odst, const evt_llm_team &tm)
 {
     const float LN2 = 0.6931471805599453f;
-    int64_t hd = 8 * lpp;
-    int warp = TEAM ? tm.warp : threadIdx.x >> 5, nwarps = TEAM ? tm.nwarps : evt_tile_threads() >> 5, lane = threadIdx.x & 31,
-        part = lane % lpp;
-    /* the lane groups of a warp share m: sum their l and o */
-    for (int off = lpp; off < 32; off <<= 1) {
-#pragma unroll
-        for (int i = 0; i < G; i++) {
-            l[i] += __shfl_xor_sync(0xffffffffu, l[i], off);
-#pragma unroll
-            for (int j = 0; j < 8; j++) o[i][j] += __shfl_xor_sync(0xffffffffu, o[i][j], off);
-        }
-    }
-    float *sm = TEAM ? tm.sm : evt_llm_smem; /* [warp][G][hd + 2], then the warps' weights */
-    if (lane < lpp) {
-#pragma unroll
-        for (int i = 0; i < G; i++) {
-            float *sw = sm + (warp * G + i) * (hd + 2);
-            if (lane == 0) { sw[0] = m[i]; sw[1] = l[i]; }
-#pragma unroll
-            for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
-        }
-    }
-    evt_llm_team_sync<TEAM>(tm);
     float *wt = sm + nwarps * G * (hd + 2); /* [G][nwarps + 1]: each warp's weight, then the max */
     if (TEAM ? tm.tid < G : threadIdx.x < G) {
         int i = TEAM ? tm.tid : (int)threadIdx.x;
@@ -171,6 +147,41 @@ __device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], fl
         }
     }
     evt_llm_team_sync<TEAM>(tm); /* the merge area is reused by the next call */
+}
+
+/* End of a grouped split: each warp's (m, l, o) per head (m is warp-uniform,
+ * the lane groups hold disjoint positions) merged into dst in the natural-log
+ * domain; with odst (the task's split is the only one) also the normalised
+ * output of head i at odst + i * hd, as attn_merge computes it from dst.
+ * Uses evt_llm_smem below EVT_LLM_ATTN_QKV_OFF. */
+template <int G, bool TEAM>
+__device__ __forceinline__ void evt_llm_attn_merge_warps(const float (&m)[G], float (&l)[G], float (&o)[G][8], int lpp, float *dst,
+                                                         int64_t dstride, evt_bf16 *odst, const evt_llm_team &tm)
+{
+    int64_t hd = 8 * lpp;
+    int warp = TEAM ? tm.warp : threadIdx.x >> 5, nwarps = TEAM ? tm.nwarps : evt_tile_threads() >> 5, lane = threadIdx.x & 31,
+        part = lane % lpp;
+    /* the lane groups of a warp share m: sum their l and o */
+    for (int off = lpp; off < 32; off <<= 1) {
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            l[i] += __shfl_xor_sync(0xffffffffu, l[i], off);
+#pragma unroll
+            for (int j = 0; j < 8; j++) o[i][j] += __shfl_xor_sync(0xffffffffu, o[i][j], off);
+        }
+    }
+    float *sm = TEAM ? tm.sm : evt_llm_smem; /* [warp][G][hd + 2], then the warps' weights */
+    if (lane < lpp) {
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            float *sw = sm + (warp * G + i) * (hd + 2);
+            if (lane == 0) { sw[0] = m[i]; sw[1] = l[i]; }
+#pragma unroll
+            for (int j = 0; j < 8; j++) sw[2 + part * 8 + j] = o[i][j];
+        }
+    }
+    evt_llm_team_sync<TEAM>(tm);
+    evt_llm_attn_combine_warps<G, TEAM>(sm, nwarps, hd, dst, dstride, odst, tm);
 }
 
 /* Fast path: hd % 8 == 0, hd / 8 a power of two <= 32, blockDim <= 256.
@@ -748,7 +759,9 @@ __device__ __noinline__ bool attn_rope_request_cuda(const evt_task_args *a, int6
 #undef EVT_ATTN_REQ_WAIT
 #undef EVT_ATTN_REQ_RETURN
 #ifndef EVT_LLM_ATTN_ONE_REQUEST
-/* a run's requests in teams of warps (evt_llm_attn_teams, evt_llm_attn_team_run) */
+/* a run's requests in teams of warps (evt_llm_attn_teams, evt_llm_attn_team_run), their scoring loop on the tensor
+   cores (evt_llm_attn_mma) */
+#include "llm_attn_mma.cuh"
 #include "llm_attn_teams.cuh"
 
 /* The task's requests (tiles/attn_requests.h: one, or a run of them at

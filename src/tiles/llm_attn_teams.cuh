@@ -165,7 +165,8 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
     for (int i = tm.tid; i < hd; i += tm.nthreads) { kc[off + i] = sk[i]; vc[off + i] = sv[i]; }
     evt_llm_team_sync<true>(tm);
     if (first) EVT_ATTN_STAMP(13, 0);
-    evt_llm_attn_fast<G, 16, true>(io, 0, p + 1, dst, hd + 2, ob, false, false, tm); /* ends with the team's barrier */
+    if (EVT_LLM_ATTN_MMA) evt_llm_attn_mma<G>(io, 0, p + 1, dst, hd + 2, ob, tm); /* ends with the team's barrier */
+    else evt_llm_attn_fast<G, 16, true>(io, 0, p + 1, dst, hd + 2, ob, false, false, tm);
     if (first) EVT_ATTN_STAMP(6, 0);
     return false;
 }

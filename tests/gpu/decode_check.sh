@@ -36,7 +36,11 @@
 # its scores by a reduce-scatter for 2 q heads per kv head (qwen3-mid) and by
 # a butterfly for 4 (qwen3-uneven) by default; the attn cases build the
 # other two forms (EVT_LLM_ATTN_RS=0: the butterfly for 2; 2: the
-# reduce-scatter for 4; docs/models.md).
+# reduce-scatter for 4; docs/models.md). Those forms are the batch-1-16
+# kernel's and the non-team paths': since session 51 a run's teams score on
+# the tensor cores (src/tiles/llm_attn_mma.cuh); attn-fma builds the teams
+# with the loop before it (EVT_LLM_ATTN_MMA=0), attn-split with P's bf16
+# remainder as a second product (EVT_LLM_ATTN_MMA_SPLIT=1).
 # From batch 9 (qwen3-mid and -uneven have 8 kv heads: 131 / (8 B) < 2) a
 # request's cache is one split: the attention tasks write o themselves and
 # the merge call has no tasks (b12 and up); below (b1 to b6) the last
@@ -163,6 +167,11 @@ run_case mid-b40-attn-butterfly tests/gpu/qwen3-mid.json 40 33 2
 export EVT_NVCCFLAGS=-DEVT_LLM_ATTN_RS=2 # the reduce-scatter for 4 too
 run_case uneven-b4-attn-rs tests/gpu/qwen3-uneven.json 4 40 2
 run_case uneven-b64-attn-rs tests/gpu/qwen3-uneven.json 64 40 2
+export EVT_NVCCFLAGS=-DEVT_LLM_ATTN_MMA=0 # the teams' scoring loop on the CUDA cores (before session 51)
+run_case uneven-b64-attn-fma tests/gpu/qwen3-uneven.json 64 40 2
+export EVT_NVCCFLAGS=-DEVT_LLM_ATTN_MMA_SPLIT=1 # the teams' P.V with P's bf16 remainder as a second product
+run_case uneven-b64-attn-split tests/gpu/qwen3-uneven.json 64 40 2
+run_case mid-b40-attn-split tests/gpu/qwen3-mid.json 40 33 2
 export EVT_NVCCFLAGS=-DEVT_LLM_EARLY_MAX_NB8=1 # early loads at B <= 8 only
 run_case mid-b40-early-b8 tests/gpu/qwen3-mid.json 40 33 2
 unset EVT_NVCCFLAGS
