@@ -8,10 +8,11 @@
  *
  * Why: the fast path's loop issues ~1000 instructions per warp step of 8
  * positions (bench/RESULTS.md, session 22's profile: FMAs, shuffles, the
- * ok flags), so at qwen3-8b batch 64 a team streams its cache at ~2.85 TB/s
- * over the GPU (67% of the copy rate; session 51). Here a warp takes 16
- * positions a step and spends 16 mma, 16 16-byte loads and ~60 other
- * instructions on them.
+ * ok flags), so at qwen3-8b batch 64 the teams stream their caches at
+ * ~2.9 TB/s over the GPU (68% of the copy rate; session 51). Here a warp
+ * takes 16 positions a step and spends 16 mma and 16 16-byte loads on them,
+ * with a few shuffles, exp2s and byte permutes: the loop streams at about
+ * the copy rate (the batch-64 call as its own kernel 66.0 -> 51.5 us).
  *
  * Layout (one warp, a step of 16 positions t0 .. t0 + 15; lane = 4 r + c):
  *   S^T = K Q^T      A = K (16 positions x 16 dims), B = Q^T (16 dims x 8
@@ -36,8 +37,9 @@
  * ~5e-4 in tilebench against the f32 C tile, where the fast path had
  * ~1e-5, and under bf16's own rounding of the output o); its sum l is taken
  * in f32. -DEVT_LLM_ATTN_MMA_SPLIT=1 adds P's bf16 remainder as a second
- * product per m tile (error ~1e-5 again, measured 1.2-2% slower per token). A position past hi loads the last valid one again (its
- * score is masked), as the fast path's loads do. */
+ * product per m tile (error ~1e-5 again, measured 1.2-1.6% slower per
+ * token). A position past hi loads the last valid one again (its score is
+ * masked), as the fast path's loads do. */
 #ifndef EVT_TILE_LLM_ATTN_MMA_CUH
 #define EVT_TILE_LLM_ATTN_MMA_CUH
 
@@ -46,7 +48,7 @@
 #endif
 #ifndef EVT_LLM_ATTN_MMA_SPLIT
 #define EVT_LLM_ATTN_MMA_SPLIT 0 /* 1: P as bf16 plus its bf16 remainder, two products (P.V to ~2^-16 instead of
-                                    bf16's 2^-9: tilebench's error 5e-4 -> 1.3e-5) but 1.2-2% slower per token from
+                                    bf16's 2^-9: tilebench's error 5e-4 -> 1.3e-5) but 1.2-1.6% slower per token from
                                     its registers (bench/RESULTS.md session 51); 0: bf16 P, as FlashAttention */
 #endif
 
