@@ -169,6 +169,8 @@ __device__ __forceinline__ void evt_llm_attn_mma(const evt_llm_attn_io &io, int6
         }
         cur = nxt;
     }
+    EVT_ATTN_STAMP(5, 0);
+    EVT_ATTN_STAMP(10, 224);
     /* the warp's (m, l, o) per head into the team's merge area ([warp][G][hd + 2], as evt_llm_attn_merge_warps) */
 #pragma unroll
     for (int e = 0; e < 2; e++) {
