@@ -3,8 +3,9 @@
  * head_dim 128, 1, 2 or 4 q heads per kv head, a power-of-two page size)
  * computes its request's attention with mma.sync instead of the fast path's
  * per-lane FMAs and shuffle butterflies. Included by llm_attn.cuh before the
- * teams, after the fast path (whose merge it shares) and llm_gemv.cuh's
- * evt_llm_mma. -DEVT_LLM_ATTN_MMA=0 is the ablation (the fast path's loop).
+ * teams, after the fast path, the merge it shares (llm_attn_merge.cuh) and
+ * llm_gemv.cuh's evt_llm_mma. -DEVT_LLM_ATTN_MMA=0 is the ablation (the fast
+ * path's loop).
  *
  * Why: the fast path's loop issues ~1000 instructions per warp step of 8
  * positions (bench/RESULTS.md, session 22's profile: FMAs, shuffles, the
