@@ -871,6 +871,78 @@ static void check_tolerance(void **state)
     assert_true(evt_decode_check_rtol(128) < 0.5);
 }
 
+/* --check's step comparison on the GPU (evt_decode_check_step): identical
+ * buffers pass; a token flipped at a near-tie of the reference's logits
+ * (within 2 rtol max |logit|) passes and is counted; a flip across a wider
+ * gap, a token that is not the first largest of the device's own logits, and
+ * logits beyond rtol each fail with a line naming them. */
+static void decode_check_step_ties(void **state)
+{
+    (void)state;
+    const char *src = "sym B = 2 in [1, 4]\n"
+                      "tensor logits : bf16[B, 8] output\n"
+                      "tensor next : i32[B] output\n";
+    evt_diag d;
+    evt_diag_init(&d, "check");
+    evt_graph *g = evt_parse(src, strlen(src), &d);
+    if (!g) fail_msg("%s", d.text);
+    int64_t sym[1] = {2};
+    evt_buffers *dev = NULL, *ref = NULL;
+    assert_int_equal(evt_buffers_new(g, sym, 1, 0, &dev, &d), EVT_OK);
+    assert_int_equal(evt_buffers_new(g, sym, 1, 0, &ref, &d), EVT_OK);
+    const int lid = evt_graph_find_tensor(g, "logits")->id, nid = evt_graph_find_tensor(g, "next")->id;
+    uint16_t *dl = evt_buffers_data(dev, lid, NULL), *rl = evt_buffers_data(ref, lid, NULL);
+    int32_t *dn = evt_buffers_data(dev, nid, NULL), *rn = evt_buffers_data(ref, nid, NULL);
+    /* row 0: the largest at 3 (4.0), the runner-up at 5 (3.9375); row 1: at 6 */
+    const float row0[8] = {0.5f, -1.f, 2.f, 4.f, 1.f, 3.9375f, -4.f, 0.f};
+    const float row1[8] = {1.f, 0.f, -2.f, 0.25f, 3.f, 2.f, 8.f, -8.f};
+    for (int v = 0; v < 8; v++) {
+        dl[v] = rl[v] = bf(row0[v]);
+        dl[8 + v] = rl[8 + v] = bf(row1[v]);
+    }
+    dn[0] = rn[0] = 3;
+    dn[1] = rn[1] = 6;
+    const double rtol = 2e-2; /* tolerance 2 x 0.02 x 8 = 0.32 between two logits */
+    int64_t ties = 0;
+    evt_printer pr = {0};
+    assert_int_equal(evt_decode_check_step(g, dev, ref, rtol, &ties, &pr), 0);
+    assert_int_equal(ties, 0);
+    /* the device rounds token 5 up past token 3: a near-tie (0.0625 apart) */
+    dl[5] = bf(4.0625f);
+    dn[0] = 5;
+    assert_int_equal(evt_decode_check_step(g, dev, ref, rtol, &ties, &pr), 0);
+    assert_int_equal(ties, 1);
+    assert_null(pr.buf);
+    /* ... but not across a gap of 2 (token 2 at 4.125 on the device, 2.0 in the reference): the logits fail too */
+    dl[5] = rl[5];
+    dl[2] = bf(4.125f);
+    dn[0] = 2;
+    ties = 0;
+    assert_int_equal(evt_decode_check_step(g, dev, ref, rtol, &ties, &pr), 2);
+    assert_int_equal(ties, 0);
+    assert_non_null(strstr(pr.buf, "logits: relative error"));
+    assert_non_null(strstr(pr.buf, "next[0]: token 2 where the reference has 3"));
+    evt_pr_free(&pr);
+    /* a token that is not the device's own argmax fails, even where the reference agrees */
+    dl[2] = rl[2];
+    dn[0] = 3;
+    dn[1] = rn[1] = 4;
+    pr = (evt_printer){0};
+    assert_int_equal(evt_decode_check_step(g, dev, ref, rtol, &ties, &pr), 1);
+    assert_non_null(strstr(pr.buf, "next[1]: token 4 is not the first largest of the device's own logits (6)"));
+    evt_pr_free(&pr);
+    /* ties go to the lowest index, as the argmax tiles break them */
+    dn[1] = rn[1] = 6;
+    dl[8 + 4] = rl[8 + 4] = bf(8.f);
+    pr = (evt_printer){0};
+    assert_int_equal(evt_decode_check_step(g, dev, ref, rtol, &ties, &pr), 1); /* both sides hold 6, the first largest is 4 */
+    evt_pr_free(&pr);
+    evt_buffers_free(dev);
+    evt_buffers_free(ref);
+    evt_graph_free(g);
+    evt_diag_free(&d);
+}
+
 /* evtc decode's TMA ring: the request when given, else 96 KiB exactly at the
    batches whose GEMV tasks gain from it (33-128; from 17 for a hidden size of
    2048 or more; none below, where the smaller L1 costs what it saves, nor
@@ -1428,6 +1500,7 @@ int main(void)
         cmocka_unit_test(decode_down_slices),
         cmocka_unit_test(one_request_define_refuses_runs),
         cmocka_unit_test(tiny_decode),
+        cmocka_unit_test(decode_check_step_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

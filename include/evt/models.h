@@ -243,6 +243,10 @@ typedef struct evt_decode_result {
     double first_ms;
     int64_t steps_checked; /* steps compared with the reference (check) */
     int check_failed;
+    double check_rtol;     /* the relative error the check accepted (0: bitwise, the CPU backend) */
+    int64_t near_ties;     /* GPU check: rows whose token differed from the reference's at a near-tie of
+                              its logits (within the logits' tolerance; both sides then took the
+                              device's token) */
     int64_t ntasks;
     unsigned stream_ring_bytes; /* GPU: the weight stream's ring per worker (0: the GEMVs read global memory) */
     double also_ms[EVT_DECODE_MAX_ALSO];      /* ms/token of each `also` schedule */
@@ -266,6 +270,16 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
  * layer: qwen3-0.6b, 28 layers, measured 0.0221 on an H200). The CPU
  * backend runs the reference's own tiles and is compared bitwise. */
 double evt_decode_check_rtol(int64_t layers);
+
+/* One step of `--check` on the GPU: dev against ref, both buffer sets of a
+ * decode program (outputs `logits` bf16[B, V] and `next` i32[B]). Every
+ * output but next within rtol (evt_buffers_compare_tensor); each next[r]
+ * exactly the first largest of dev's own logits row r; and where next[r]
+ * differs from ref's, ref's logits of the two tokens at most 2 rtol
+ * max |ref logit| apart (a near-tie, counted in *ties; a wider gap fails).
+ * Returns the number of failures, a line each appended to report. */
+int evt_decode_check_step(const evt_graph *g, evt_buffers *dev, evt_buffers *ref, double rtol, int64_t *ties,
+                          evt_printer *report);
 
 #ifdef __cplusplus
 }

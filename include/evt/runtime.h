@@ -64,10 +64,13 @@ evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed
 void evt_buffers_free(evt_buffers *b);
 void *evt_buffers_data(evt_buffers *b, int tensor, size_t *bytes);
 const int64_t *evt_buffers_dims(const evt_buffers *b, int tensor);
-/* Compares every output and scratch tensor written by some call. rtol == 0:
- * bitwise. Appends a line per mismatching tensor to report; returns the
- * number of mismatching tensors. */
+/* Compares every output tensor: rtol == 0 bitwise, else max |a - b| over
+ * max |b| at most rtol (and NaN where b has NaN). Appends a line per
+ * mismatching tensor to report; returns the number of mismatching tensors. */
 int evt_buffers_compare(const evt_graph *g, evt_buffers *a, evt_buffers *b, double rtol, evt_printer *report);
+/* The same for tensor `tensor` alone (any role): 1 if it differs. */
+int evt_buffers_compare_tensor(const evt_graph *g, evt_buffers *a, evt_buffers *b, int tensor, double rtol,
+                               evt_printer *report);
 
 /* ---- launching --------------------------------------------------------- */
 

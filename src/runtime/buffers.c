@@ -220,40 +220,45 @@ static double load(const void *p, evt_dtype t, int64_t i)
     }
 }
 
+int evt_buffers_compare_tensor(const evt_graph *g, evt_buffers *a, evt_buffers *b, int i, double rtol, evt_printer *report)
+{
+    const evt_tensor *t = g->tensors[i];
+    if (a->bytes[i] != b->bytes[i]) {
+        evt_pr(report, "%s: sizes differ\n", t->name);
+        return 1;
+    }
+    if (rtol == 0) {
+        if (!memcmp(a->data[i], b->data[i], a->bytes[i])) return 0;
+        int64_t n = (int64_t)(a->bytes[i] / evt_dtype_size(t->dtype)), first = -1, count = 0;
+        int es = evt_dtype_size(t->dtype);
+        for (int64_t k = 0; k < n; k++)
+            if (memcmp((char *)a->data[i] + k * es, (char *)b->data[i] + k * es, es)) { if (first < 0) first = k; count++; }
+        evt_pr(report, "%s: %lld of %lld elements differ bitwise; first at %lld: %.9g vs %.9g\n", t->name,
+               (long long)count, (long long)n, (long long)first, load(a->data[i], t->dtype, first),
+               load(b->data[i], t->dtype, first));
+        return 1;
+    }
+    int64_t n = (int64_t)(a->bytes[i] / evt_dtype_size(t->dtype));
+    double maxerr = 0, maxref = 0;
+    int nan = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double x = load(a->data[i], t->dtype, k), y = load(b->data[i], t->dtype, k);
+        if (isnan(x) != isnan(y)) nan = 1;
+        if (fabs(x - y) > maxerr) maxerr = fabs(x - y);
+        if (fabs(y) > maxref) maxref = fabs(y);
+    }
+    double rel = maxref > 0 ? maxerr / maxref : maxerr;
+    if (nan || rel > rtol) {
+        evt_pr(report, "%s: relative error %.3g exceeds %.3g%s\n", t->name, rel, rtol, nan ? " (NaN mismatch)" : "");
+        return 1;
+    }
+    return 0;
+}
+
 int evt_buffers_compare(const evt_graph *g, evt_buffers *a, evt_buffers *b, double rtol, evt_printer *report)
 {
     int bad = 0;
-    for (int i = 0; i < g->ntensors; i++) {
-        const evt_tensor *t = g->tensors[i];
-        if (t->role != EVT_OUTPUT) continue;
-        if (a->bytes[i] != b->bytes[i]) { bad++; evt_pr(report, "%s: sizes differ\n", t->name); continue; }
-        if (rtol == 0) {
-            if (memcmp(a->data[i], b->data[i], a->bytes[i])) {
-                int64_t n = (int64_t)(a->bytes[i] / evt_dtype_size(t->dtype)), first = -1, count = 0;
-                int es = evt_dtype_size(t->dtype);
-                for (int64_t k = 0; k < n; k++)
-                    if (memcmp((char *)a->data[i] + k * es, (char *)b->data[i] + k * es, es)) { if (first < 0) first = k; count++; }
-                evt_pr(report, "%s: %lld of %lld elements differ bitwise; first at %lld: %.9g vs %.9g\n", t->name,
-                       (long long)count, (long long)n, (long long)first, load(a->data[i], t->dtype, first),
-                       load(b->data[i], t->dtype, first));
-                bad++;
-            }
-            continue;
-        }
-        int64_t n = (int64_t)(a->bytes[i] / evt_dtype_size(t->dtype));
-        double maxerr = 0, maxref = 0;
-        int nan = 0;
-        for (int64_t k = 0; k < n; k++) {
-            double x = load(a->data[i], t->dtype, k), y = load(b->data[i], t->dtype, k);
-            if (isnan(x) != isnan(y)) nan = 1;
-            if (fabs(x - y) > maxerr) maxerr = fabs(x - y);
-            if (fabs(y) > maxref) maxref = fabs(y);
-        }
-        double rel = maxref > 0 ? maxerr / maxref : maxerr;
-        if (nan || rel > rtol) {
-            evt_pr(report, "%s: relative error %.3g exceeds %.3g%s\n", t->name, rel, rtol, nan ? " (NaN mismatch)" : "");
-            bad++;
-        }
-    }
+    for (int i = 0; i < g->ntensors; i++)
+        if (g->tensors[i]->role == EVT_OUTPUT) bad += evt_buffers_compare_tensor(g, a, b, i, rtol, report);
     return bad;
 }
