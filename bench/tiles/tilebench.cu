@@ -1,7 +1,9 @@
 /* tilebench.cu — per-tile harness for the decode tiles of src/tiles/llm.cuh.
  *
  * Every tile runs as its own kernel: one block (256 threads) per task, the
- * same __device__ functions the megakernel calls, evt_task_args filled here.
+ * same __device__ functions the megakernel calls, evt_task_args filled here
+ * and copied into the block's shared memory, where the megakernel's worker
+ * keeps them.
  * For each model shape (qwen3-0.6b, qwen3-8b layer shapes) and batch B it
  *   - checks the CUDA tile against the C reference (src/tiles/llm.c) on all
  *     tasks, or on a sample of tasks for the large GEMVs (relative L2 error
@@ -67,9 +69,16 @@ typedef void (*cpu_fn)(const evt_task_args *);
 template <void (*F)(const evt_task_args *)>
 __global__ void __launch_bounds__(256) tile_kernel(const evt_task_args *args)
 {
+    /* the arguments in shared memory, where the megakernel's tiles find them (the worker's args), copied a word
+       a thread: read from global memory, every field a tile reads was an L2 round trip here and not there (the
+       attention run form's phase stamps from its waits to its new v 0.5 us longer, bench/RESULTS.md session 52) */
+    __shared__ evt_task_args a;
     EVT_TILES_WORKER_BEGIN();
+    static_assert(sizeof(evt_task_args) % 4 == 0, "copied in words");
+    for (unsigned i = threadIdx.x; i < sizeof(evt_task_args) / 4; i += blockDim.x)
+        ((uint32_t *)&a)[i] = ((const uint32_t *)&args[blockIdx.x])[i];
     __syncthreads();
-    F(&args[blockIdx.x]);
+    F(&a);
     EVT_TILES_WORKER_END();
 }
 template <void (*F)(const evt_task_args *)>
@@ -290,8 +299,10 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
     int ok = err <= tol && (!nidx || bad_idx * 100 <= nidx * 1); /* argmax: >= 99% exact */
     if (nidx && bad_idx) fprintf(stderr, "  %s: %lld of %lld indices differ\n", op, (long long)bad_idx, (long long)nidx);
 #ifdef EVT_ATTN_PROF
-    if (!strncmp(op, "attn_rope_split", 15)) { /* phase stamps of one launch (copy 0), median over tasks, us from entry
-                                                 (the run form's: llm_attn.cuh's list) */
+    /* phase stamps of one launch (copy 0), median over tasks, us from entry (the run form's: llm_attn.cuh's
+       list): the first launch after the inputs' copy (code and data cold, as a layer's attention meets them
+       in the decode), then the same again right after it (warm) */
+    if (!strncmp(op, "attn_rope_split", 15)) for (int pass = 0; pass < 2; pass++) {
         unsigned long long *dp, *np = nullptr;
         std::vector<unsigned long long> hp((size_t)ntask * EVT_ATTN_PROF_SLOTS, 0);
         CK(cudaMalloc(&dp, hp.size() * 8));
@@ -305,7 +316,7 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
         cudaFree(dp);
         int clk = 0;
         CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
-        printf("  phases (median us from entry, %d tasks):", (int)ntask);
+        printf("  phases, %s (median us from entry, %d tasks):", pass ? "warm" : "cold", (int)ntask);
         for (int k = 1; k < EVT_ATTN_PROF_STAMPS; k++) {
             std::vector<double> v;
             for (int64_t l = 0; l < ntask; l++)

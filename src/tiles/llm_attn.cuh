@@ -51,7 +51,9 @@ __device__ __forceinline__ void evt_llm_team_sync(const evt_llm_team &tm)
    6 the warps merged, 7 merge_last done; 8 thread 224 (a table warp) past
    the angle table, 9 thread 32 past its staging, 10 thread 224's loop done.
    A run in teams (llm_attn_teams.cuh) stamps 0 at the run's entry, then
-   team 0's first request (thread 0): 11 past the waits, 12 q/k norm + RoPE
+   team 0's first request (thread 0): 11 past the waits, 3 its new v
+   stored to shared memory, 1 past the team's barrier after it, 2 its q / k
+   normalised and rotated (before the team's barrier), 12 q/k norm + RoPE
    done, 13 new k, v appended, 6 its warps merged; 5 team 0's loop done and
    10 the last team's (thread 224, warp 7), each in its last round; 14 the
    last round's start and 15 the run's end */

@@ -125,8 +125,10 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
     }
     const evt_bf16 *vin = row + (nh + nkv + g) * hd;
     for (int i = tm.tid; i < hd; i += tm.nthreads) sv[i] = vin[i];
+    if (first) EVT_ATTN_STAMP(3, 0);
     if (!first && tm.tid < half) { tab[tm.tid] = t0; tab[half + tm.tid] = t1; }
     evt_llm_team_sync<true>(tm); /* the angle row */
+    if (first) EVT_ATTN_STAMP(1, 0);
     /* RMSNorm + RoPE of each vector, the arithmetic of evt_llm_group_norm_rope_warp written out again: a helper
        shared by both changed the batch-1-16 kernel's machine code (8 instructions fewer, session 39), which stays
        byte for byte what was measured */
@@ -150,6 +152,7 @@ __device__ __noinline__ bool attn_rope_team_request_cuda(const evt_task_args *a,
             }
         }
     }
+    if (first) EVT_ATTN_STAMP(2, 0);
     evt_llm_team_sync<true>(tm);
     if (first) EVT_ATTN_STAMP(12, 0);
     /* append the new k, v at position p, read back by the loop (the team's barrier orders it) */
