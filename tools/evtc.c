@@ -509,8 +509,9 @@ static int cmd_decode(cli *c)
             else if (o.backend == EVT_BACKEND_CPU)
                 printf("check: ok (%lld steps bitwise equal to the sequential reference)\n", (long long)r.steps_checked);
             else
-                printf("check: ok (%lld steps within relative error %.3g of the sequential reference; %lld near-tie "
-                       "tokens, the device's taken)\n", (long long)r.steps_checked, r.check_rtol, (long long)r.near_ties);
+                printf("check: ok (%lld steps within relative error %.3g of the sequential reference; near-ties: %lld, "
+                       "each continued with the device's token)\n", (long long)r.steps_checked, r.check_rtol,
+                       (long long)r.near_ties);
         }
     }
     evt_diag_free(&d);
