@@ -25,6 +25,9 @@
  *   -DEVT_ATTN_PROF (build flag)     also prints, for attn_rope_split and its run form, the median
  *                                   time from a task's entry to each of its phases
  *                                   (src/tiles/llm_attn.cuh, EVT_ATTN_STAMP)
+ *   -DEVT_TMA_PROF (build flag)      also prints, for the GEMV tiles on the TMA path, the median
+ *                                   time from a task's entry to each ring stage's issue, landing
+ *                                   and release (src/tiles/llm_tma.cuh, EVT_TMA_STAMP)
  *   build/tilebench --l2-warm ...   weights not rotated: a tile whose weights fit
  *                                   the L2 reads them there from the second
  *                                   launch on (what a GEMV would gain from
@@ -327,6 +330,45 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
             printf(" %d:%.2f", k, v[v.size() / 2]);
         }
         printf("\n");
+    }
+#endif
+#ifdef EVT_TMA_PROF
+    /* the TMA GEMV's ring stamps of one launch (copy 0; llm_tma.cuh's list), median over tasks, us from entry */
+    if (strstr(op, "linear") || strstr(op, "mlp_up")) {
+        unsigned long long *dp, *np = nullptr;
+        std::vector<unsigned long long> hp((size_t)ntask * EVT_TMA_PROF_SLOTS, 0);
+        CK(cudaMalloc(&dp, hp.size() * 8));
+        CK(cudaMemset(dp, 0, hp.size() * 8));
+        CK(cudaMemcpyToSymbol(evt_tma_prof, &dp, sizeof dp));
+        launch_tile<F>((unsigned)ntask, dargs);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpyToSymbol(evt_tma_prof, &np, sizeof np));
+        CK(cudaMemcpy(hp.data(), dp, hp.size() * 8, cudaMemcpyDeviceToHost));
+        cudaFree(dp);
+        int clk = 0;
+        CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
+        auto med = [&](int k) {
+            std::vector<double> v;
+            for (int64_t l = 0; l < ntask; l++)
+                if (hp[l * EVT_TMA_PROF_SLOTS + k] && hp[l * EVT_TMA_PROF_SLOTS])
+                    v.push_back((double)(long long)(hp[l * EVT_TMA_PROF_SLOTS + k] - hp[l * EVT_TMA_PROF_SLOTS]) / (clk * 1e-3));
+            if (v.empty()) return -1.0;
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+        };
+        const double end = med(EVT_TMA_PROF_SLOTS - 1);
+        if (end < 0) {
+            printf("  ring stamps, %s: none (its tasks did not take the TMA path)\n", op);
+        } else {
+            printf("  ring stamps, %s (median us from entry: stage issued / landed / released):", op);
+            for (int j = 0; j < EVT_TMA_PROF_STAGES; j++)
+                if (j < 8 || j % 4 == 3) {
+                    const double i = med(1 + 3 * j), f = med(2 + 3 * j), r = med(3 + 3 * j);
+                    if (f < 0) break;
+                    printf(" %d:%.2f/%.2f/%.2f", j, i, f, r);
+                }
+            printf(" end:%.2f\n", end);
+        }
     }
 #endif
     /* timing */

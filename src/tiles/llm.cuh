@@ -278,18 +278,26 @@ __device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t
     for (int64_t o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
 }
 
-__device__ __noinline__ void linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, false>(a); }
-__device__ __noinline__ void linear_res_cuda(const evt_task_args *a) { evt_llm_gemv<1, false>(a); }
-__device__ __noinline__ void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, false>(a); }
-__device__ __noinline__ void rms_linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, true>(a); }
-__device__ __noinline__ void rms_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, true>(a); }
+/* EVT_LLM_INLINE_GEMV (a cuda_defines option): the GEMV tiles inlined into
+   the kernel instead of called; ptxas serialises the wgmmas of a called
+   function (C7510: every HGMMA waits for the one before) */
+#ifdef EVT_LLM_INLINE_GEMV
+#define EVT_LLM_GEMV_FN __forceinline__
+#else
+#define EVT_LLM_GEMV_FN __noinline__
+#endif
+__device__ EVT_LLM_GEMV_FN void linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, false>(a); }
+__device__ EVT_LLM_GEMV_FN void linear_res_cuda(const evt_task_args *a) { evt_llm_gemv<1, false>(a); }
+__device__ EVT_LLM_GEMV_FN void mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, false>(a); }
+__device__ EVT_LLM_GEMV_FN void rms_linear_cuda(const evt_task_args *a) { evt_llm_gemv<0, true>(a); }
+__device__ EVT_LLM_GEMV_FN void rms_mlp_up_cuda(const evt_task_args *a) { evt_llm_gemv<2, true>(a); }
 /* early loads (evt_call_plan.early_loads): the same, issuing the first
    weight loads before the barrier with warp 0's waits (evt_tile_wait) */
-__device__ __noinline__ void linear_early_cuda(const evt_task_args *a) { evt_llm_gemv<0, false, true>(a); }
-__device__ __noinline__ void linear_res_early_cuda(const evt_task_args *a) { evt_llm_gemv<1, false, true>(a); }
-__device__ __noinline__ void mlp_up_early_cuda(const evt_task_args *a) { evt_llm_gemv<2, false, true>(a); }
-__device__ __noinline__ void rms_linear_early_cuda(const evt_task_args *a) { evt_llm_gemv<0, true, true>(a); }
-__device__ __noinline__ void rms_mlp_up_early_cuda(const evt_task_args *a) { evt_llm_gemv<2, true, true>(a); }
+__device__ EVT_LLM_GEMV_FN void linear_early_cuda(const evt_task_args *a) { evt_llm_gemv<0, false, true>(a); }
+__device__ EVT_LLM_GEMV_FN void linear_res_early_cuda(const evt_task_args *a) { evt_llm_gemv<1, false, true>(a); }
+__device__ EVT_LLM_GEMV_FN void mlp_up_early_cuda(const evt_task_args *a) { evt_llm_gemv<2, false, true>(a); }
+__device__ EVT_LLM_GEMV_FN void rms_linear_early_cuda(const evt_task_args *a) { evt_llm_gemv<0, true, true>(a); }
+__device__ EVT_LLM_GEMV_FN void rms_mlp_up_early_cuda(const evt_task_args *a) { evt_llm_gemv<2, true, true>(a); }
 
 /* the k-slice tiles: linear_part and add_rmsnorm */
 #include "llm_slices.cuh"

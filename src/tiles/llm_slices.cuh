@@ -49,8 +49,8 @@ __device__ __forceinline__ void evt_llm_linear_part(const evt_task_args *a)
     }
     evt_llm_gemv_rows<EVT_LLM_MODE_PART, false, false, EARLY>(a, W, W, 0, n0, n1, n1 - n0);
 }
-__device__ __noinline__ void linear_part_cuda(const evt_task_args *a) { evt_llm_linear_part<false>(a); }
-__device__ __noinline__ void linear_part_early_cuda(const evt_task_args *a) { evt_llm_linear_part<true>(a); }
+__device__ EVT_LLM_GEMV_FN void linear_part_cuda(const evt_task_args *a) { evt_llm_linear_part<false>(a); }
+__device__ EVT_LLM_GEMV_FN void linear_part_early_cuda(const evt_task_args *a) { evt_llm_linear_part<true>(a); }
 
 /* add_rmsnorm (llm.c): y = r + the slices of part (in order), rounded once;
    h = rmsnorm(y) * w. A thread's 8-element chunks: w's copied into shared

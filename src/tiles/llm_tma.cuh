@@ -56,7 +56,15 @@
  * ring moved it), so a stage is as few boxes as possible: one 2-D box per 64
  * k and matrix took qwen3-8b's o at batch 64 34.2 us, 3-D boxes of 4 chunks
  * 20.8 (register units 27.9). ptxas serialises the wgmmas of a called
- * function (C7510); inlined they measured the same.
+ * function (C7510: a WARPGROUP.DEPBAR after every HGMMA, so each k16 step
+ * costs a wgmma's whole latency, ~120 cycles at N = 48). Inlined into
+ * tilebench's kernels with straight-line stages (EVT_TMA_STRAIGHT) they
+ * pipeline, and the qwen3-8b batch-64 tiles ran 15-17% faster (QKV 29.9 ->
+ * 24.9 us, o 24.6 -> 21.1, down 58.6 -> 49.7, gate + up 65.4 -> 61.9); but
+ * every GEMV tile inlined into the megakernel (EVT_LLM_INLINE_GEMV) made its
+ * batch 64 3.2x slower per token (bench/RESULTS.md session 53). Diagnostics:
+ * EVT_TMA_PROF (the ring's stamps, below), EVT_TMA_ABLATE_MMA (no products,
+ * timing only), EVT_TMA_MAX_DI (a cap on the chunks a stage).
  * Shapes it takes (else the register units run): batch
  * EVT_TMA_MIN_B..EVT_TMA_MAX_B, K % 64 == 0, enough rows, maps for x and the weights
  * (the runtime encodes EVT_TMA_BOXES per bf16 matrix of whole 64-column
@@ -120,6 +128,9 @@
 #endif
 #ifndef EVT_TMA_SWAP_MAX_B
 #define EVT_TMA_SWAP_MAX_B 96 /* the swapped product's N (96 or 128, the wgmma widths above 64 defined here): B <= this */
+#endif
+#ifndef EVT_TMA_MAX_DI
+#define EVT_TMA_MAX_DI (EVT_TMA_DEPTHS - 1) /* the deepest stage: 1 << this chunks of 64 k (an experiment's knob) */
 #endif
 #ifndef EVT_TILES_TMA_RING
 #define EVT_TILES_TMA_RING (160u * 1024u) /* shared memory the runtime reserves for the ring, at most */
@@ -292,6 +303,24 @@ __device__ __forceinline__ float evt_tma_ss_stage(uint32_t xs, uint32_t xp, int 
 }
 static __shared__ float evt_tma_ss[128 * EVT_TMA_X_BOXES]; /* NORM: the two halves of each row's sum (per warpgroup) */
 
+/* -DEVT_TMA_PROF (diagnostic; tilebench prints the medians): clock64 stamps
+   of evt_tma_gemv's ring (the batch-17-64 form) into
+   evt_tma_prof[block * EVT_TMA_PROF_SLOTS + k] when the pointer is set: k = 0
+   the task's entry; for each of the first EVT_TMA_PROF_STAGES stages j,
+   1 + 3j the producer has issued its boxes, 2 + 3j warp 0's wait for them
+   ended, 3 + 3j warp 0 released the slot; the last slot the task's end. */
+#define EVT_TMA_PROF_STAGES 40
+#define EVT_TMA_PROF_SLOTS (2 + 3 * EVT_TMA_PROF_STAGES)
+#ifdef EVT_TMA_PROF
+__device__ unsigned long long *evt_tma_prof;
+#define EVT_TMA_STAMP(k)                                                                                          \
+    do {                                                                                                          \
+        if (evt_tma_prof) evt_tma_prof[(size_t)blockIdx.x * EVT_TMA_PROF_SLOTS + (k)] = clock64(); \
+    } while (0)
+#else
+#define EVT_TMA_STAMP(k) ((void)0)
+#endif
+
 /* The task's rows [n0, n1) (bx is 0): see the header. NB = 0: batch <= 64
    (the batch-17-64 kernel). NB = 96 (EVT_TMA_SWAP_MAX_B; the batch-65-128
    kernel, 64 < B <= NB, one matrix, NT <= 64, no norm, no row scales): the
@@ -321,7 +350,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     const int BH = B; /* bx is 0 */
     /* chunks per stage: 4, 2 or 1, the most that divide K and leave the ring
        two stages */
-    int di = EVT_TMA_DEPTHS - 1;
+    int di = EVT_TMA_MAX_DI;
     while (di > 0 && (KS % (1 << di) || io.ring_bytes < 2u * (1u << di) * (XREG + NW * WREG))) di--;
     const int U = 1 << di;
     const uint32_t SLOT = (uint32_t)U * (XREG + NW * WREG); /* x's planes, then each matrix's */
@@ -336,6 +365,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     const int xrows = NB ? NB : BH <= 8 ? 8 : BH <= 16 ? 16 : BH <= 32 ? 32 : 64; /* x's box: rows past B read as zeros */
     const evt_tmap *mx = io.mx + di * EVT_TMA_HEIGHTS + (xrows / 8 - 1);
     const bool early = EARLY && a->wait_in_tile && bx == 0; /* the second half runs after the waits */
+    if (NB == 0 && threadIdx.x == 0) EVT_TMA_STAMP(0);
 
     if (warp == EVT_TMA_PRODUCER_WARP) {
         /* lane 0 fills the ring: stage j = (pass p, k stage kt) into slot s */
@@ -388,6 +418,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
             for (int j = 0; j < S; j++, next()) {
                 if (early) evt_tma_arrive_expect(full0 + 8 * s, xbytes);
                 xs();
+                if (NB == 0 && j < EVT_TMA_PROF_STAGES) EVT_TMA_STAMP(1 + 3 * j);
             }
             /* then each stage once its slot's previous fill is released */
             uint32_t par = phase;
@@ -397,6 +428,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
                 evt_tma_arrive_expect(full0 + 8 * s, wbytes + xbytes);
                 weights();
                 xs();
+                if (NB == 0 && j < EVT_TMA_PROF_STAGES) EVT_TMA_STAMP(1 + 3 * j);
             }
             /* the tail: wait for the releases of the last S stages too, so
                that every phase of an empty barrier has its waiter (the
@@ -429,12 +461,37 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
     }
     for (int j = 0; j < J; j++) {
         evt_tma_wait(full0 + 8 * s, par >> s & 1u);
+        if (NB == 0 && threadIdx.x == 0 && j < EVT_TMA_PROF_STAGES) EVT_TMA_STAMP(2 + 3 * j);
         const uint32_t xs = ring0 + (uint32_t)s * SLOT, ws = xs + (uint32_t)U * XREG;
         /* a box's chunk planes lie its rows apart; the operands read NT
            (64) rows from each plane's start, past the box into the next
            plane or the next region (stale rows: dropped columns and rows) */
         const uint32_t xp = (uint32_t)xrows * 128u, wp = (uint32_t)evt_tma_pass_rows8(R, p, NT) * 128u;
+#ifdef EVT_TMA_STRAIGHT
+        /* an experiment's form (session 53): the stage's wgmmas as
+           straight-line code, one copy per U, the fence and the commit in
+           each. Inlined into a kernel (tilebench -DTB_INLINE_GEMV), the loop
+           over u made ptxas serialise mlp_up's wgmmas (C7520); in the
+           megakernel, where the tiles are called, C7510 serialises them
+           whatever the form (bench/RESULTS.md session 53) */
+        auto mma_u = [&](const int u) {
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                const uint64_t dx = evt_tma_desc(xs + (uint32_t)u * xp + 32u * kk);
+                if constexpr (NB != 0) { /* the weights as A, x as B */
+                    evt_tma_wgmma<NB>(acc[0], evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk), dx);
+                } else {
+                    evt_tma_wgmma<NT>(acc[0], dx, evt_tma_desc(ws + (uint32_t)u * wp + 32u * kk));
+                    if (NW == 2) evt_tma_wgmma<NT>(acc[NW - 1], dx, evt_tma_desc(ws + (uint32_t)U * WREG + (uint32_t)u * wp + 32u * kk));
+                }
+            }
+        };
+        if (U == 4) { evt_tma_wg_fence(); mma_u(0); mma_u(1); mma_u(2); mma_u(3); evt_tma_wg_commit(); }
+        else if (U == 2) { evt_tma_wg_fence(); mma_u(0); mma_u(1); evt_tma_wg_commit(); }
+        else { evt_tma_wg_fence(); mma_u(0); evt_tma_wg_commit(); }
+#else
         evt_tma_wg_fence();
+#ifndef EVT_TMA_ABLATE_MMA /* timing only: no products (the outputs are wrong) */
         for (int u = 0; u < U; u++) {
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
@@ -447,7 +504,9 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
                 }
             }
         }
+#endif
         evt_tma_wg_commit();
+#endif
         if (NORM && p == 0) ss = evt_tma_ss_stage(xs, xp, U, xrows, ss, threadIdx.x); /* beside the wgmmas */
         evt_tma_wg_wait_all(); /* the slot's data is read: release it */
         __syncwarp();
@@ -456,6 +515,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
         } else { /* the batch-65-128 kernel's barriers count both warpgroups' warps */
             if (lane == 0) evt_tma_arrive_n(empty0 + 8 * s, EVT_TMA_RELEASING_WARPS / 4);
         }
+        if (NB == 0 && threadIdx.x == 0 && j < EVT_TMA_PROF_STAGES) EVT_TMA_STAMP(3 + 3 * j);
         if (++kt == KT) { /* the pass's rows are done */
             if (NORM && p == 0) { /* the rows' sums are complete: the scales of this thread's rows b0, b0 + 8 */
                 evt_tma_ss[threadIdx.x] = ss;
@@ -499,6 +559,7 @@ __device__ __forceinline__ void evt_tma_gemv(const evt_task_args *a, const evt_t
        here, after every thread of the task has read evt_tma_phase: the
        producer before its first issue, the consumers before the warpgroup's
        first wgmma) */
+    if (NB == 0 && threadIdx.x == 0) EVT_TMA_STAMP(EVT_TMA_PROF_SLOTS - 1);
     if (threadIdx.x == 0) {
         uint32_t flip = 0;
         for (int u = 0; u < S; u++) flip |= (uint32_t)(((J - 1 - u) / S + 1) & 1) << u;
