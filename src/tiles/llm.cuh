@@ -278,9 +278,12 @@ __device__ __forceinline__ void evt_llm_prefetch_rows(const evt_bf16 *W, int64_t
     for (int64_t o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
 }
 
-/* EVT_LLM_INLINE_GEMV (a cuda_defines option): the GEMV tiles inlined into
-   the kernel instead of called; ptxas serialises the wgmmas of a called
-   function (C7510: every HGMMA waits for the one before) */
+/* EVT_LLM_INLINE_GEMV (an experiment's cuda_defines option, off): the GEMV
+   tiles inlined into the kernel instead of called, since ptxas serialises
+   the wgmmas of a called function (C7510: every HGMMA waits for the one
+   before). Inlined into tilebench's kernels the batch-64 tiles ran 15-17%
+   faster; all of them inlined into the megakernel made qwen3-8b batch 64
+   3.2x slower per token (bench/RESULTS.md session 53) */
 #ifdef EVT_LLM_INLINE_GEMV
 #define EVT_LLM_GEMV_FN __forceinline__
 #else

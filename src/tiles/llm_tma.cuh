@@ -130,8 +130,10 @@
 #define EVT_TMA_SWAP_MAX_B 96 /* the swapped product's N (96 or 128, the wgmma widths above 64 defined here): B <= this */
 #endif
 #ifndef EVT_TMA_MAX_DI
-#define EVT_TMA_MAX_DI (EVT_TMA_DEPTHS - 1) /* the deepest stage: 1 << this chunks of 64 k (an experiment's knob) */
+#define EVT_TMA_MAX_DI (EVT_TMA_DEPTHS - 1) /* the deepest stage of the batch-17-64 form: 1 << this chunks of 64 k
+                                               (an experiment's knob; session 53: 1 chunk a stage was slower) */
 #endif
+static_assert(EVT_TMA_MAX_DI >= 0 && EVT_TMA_MAX_DI < EVT_TMA_DEPTHS, "EVT_TMA_MAX_DI: a depth the maps encode");
 #ifndef EVT_TILES_TMA_RING
 #define EVT_TILES_TMA_RING (160u * 1024u) /* shared memory the runtime reserves for the ring, at most */
 #endif
