@@ -177,6 +177,41 @@ static void tmaps_init(void)
 
 struct Result { std::string op; int64_t tasks; double us, gbs, err; int ok; };
 
+#if defined(EVT_ATTN_PROF) || defined(EVT_TMA_PROF)
+/* The stamp builds (-DEVT_ATTN_PROF, -DEVT_TMA_PROF): one launch of F with a
+   zeroed buffer of `slots` clock64 stamps a task behind the device pointer
+   `sym` (null again afterwards); returns the stamps. */
+template <void (*F)(const evt_task_args *), typename Sym>
+static std::vector<unsigned long long> tb_stamps(const Sym &sym, int slots, int64_t ntask, const evt_task_args *dargs)
+{
+    unsigned long long *dp, *np = nullptr;
+    std::vector<unsigned long long> hp((size_t)ntask * slots, 0);
+    CK(cudaMalloc(&dp, hp.size() * 8));
+    CK(cudaMemset(dp, 0, hp.size() * 8));
+    CK(cudaMemcpyToSymbol(sym, &dp, sizeof dp));
+    launch_tile<F>((unsigned)ntask, dargs);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpyToSymbol(sym, &np, sizeof np));
+    CK(cudaMemcpy(hp.data(), dp, hp.size() * 8, cudaMemcpyDeviceToHost));
+    cudaFree(dp);
+    return hp;
+}
+/* Stamp k's median over the tasks that wrote it and stamp 0, in us after
+   stamp 0 (-1: none did). */
+static inline double tb_stamp_median(const std::vector<unsigned long long> &hp, int slots, int64_t ntask, int k)
+{
+    int clk = 0;
+    CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
+    std::vector<double> v;
+    for (int64_t l = 0; l < ntask; l++)
+        if (hp[l * slots + k] && hp[l * slots])
+            v.push_back((double)(long long)(hp[l * slots + k] - hp[l * slots]) / (clk * 1e-3));
+    if (v.empty()) return -1.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+#endif
+
 /* Runs one op: tensors ts (in declaration order), ints, grid. */
 template <void (*F)(const evt_task_args *)>
 static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::vector<int64_t> ints, std::vector<int64_t> grid,
@@ -306,28 +341,12 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
        list): the first launch after the inputs' copy (code and data cold, as a layer's attention meets them
        in the decode), then the same again right after it (warm) */
     if (!strncmp(op, "attn_rope_split", 15)) for (int pass = 0; pass < 2; pass++) {
-        unsigned long long *dp, *np = nullptr;
-        std::vector<unsigned long long> hp((size_t)ntask * EVT_ATTN_PROF_SLOTS, 0);
-        CK(cudaMalloc(&dp, hp.size() * 8));
-        CK(cudaMemset(dp, 0, hp.size() * 8));
-        CK(cudaMemcpyToSymbol(evt_attn_prof, &dp, sizeof dp));
         for (Ten *t : ts) if (t->mode == 2) CK(cudaMemcpy(t->d, t->h, t->bytes, cudaMemcpyHostToDevice));
-        launch_tile<F>((unsigned)ntask, dargs);
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpyToSymbol(evt_attn_prof, &np, sizeof np));
-        CK(cudaMemcpy(hp.data(), dp, hp.size() * 8, cudaMemcpyDeviceToHost));
-        cudaFree(dp);
-        int clk = 0;
-        CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
+        const std::vector<unsigned long long> hp = tb_stamps<F>(evt_attn_prof, EVT_ATTN_PROF_SLOTS, ntask, dargs);
         printf("  phases, %s (median us from entry, %d tasks):", pass ? "warm" : "cold", (int)ntask);
         for (int k = 1; k < EVT_ATTN_PROF_STAMPS; k++) {
-            std::vector<double> v;
-            for (int64_t l = 0; l < ntask; l++)
-                if (hp[l * EVT_ATTN_PROF_SLOTS + k])
-                    v.push_back((double)(long long)(hp[l * EVT_ATTN_PROF_SLOTS + k] - hp[l * EVT_ATTN_PROF_SLOTS]) / (clk * 1e-3));
-            if (v.empty()) continue;
-            std::sort(v.begin(), v.end());
-            printf(" %d:%.2f", k, v[v.size() / 2]);
+            const double m = tb_stamp_median(hp, EVT_ATTN_PROF_SLOTS, ntask, k);
+            if (m >= 0) printf(" %d:%.2f", k, m);
         }
         printf("\n");
     }
@@ -335,27 +354,8 @@ static Result run_op(const char *op, cpu_fn cfn, std::vector<Ten *> &ts, std::ve
 #ifdef EVT_TMA_PROF
     /* the TMA GEMV's ring stamps of one launch (copy 0; llm_tma.cuh's list), median over tasks, us from entry */
     if (strstr(op, "linear") || strstr(op, "mlp_up")) {
-        unsigned long long *dp, *np = nullptr;
-        std::vector<unsigned long long> hp((size_t)ntask * EVT_TMA_PROF_SLOTS, 0);
-        CK(cudaMalloc(&dp, hp.size() * 8));
-        CK(cudaMemset(dp, 0, hp.size() * 8));
-        CK(cudaMemcpyToSymbol(evt_tma_prof, &dp, sizeof dp));
-        launch_tile<F>((unsigned)ntask, dargs);
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpyToSymbol(evt_tma_prof, &np, sizeof np));
-        CK(cudaMemcpy(hp.data(), dp, hp.size() * 8, cudaMemcpyDeviceToHost));
-        cudaFree(dp);
-        int clk = 0;
-        CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
-        auto med = [&](int k) {
-            std::vector<double> v;
-            for (int64_t l = 0; l < ntask; l++)
-                if (hp[l * EVT_TMA_PROF_SLOTS + k] && hp[l * EVT_TMA_PROF_SLOTS])
-                    v.push_back((double)(long long)(hp[l * EVT_TMA_PROF_SLOTS + k] - hp[l * EVT_TMA_PROF_SLOTS]) / (clk * 1e-3));
-            if (v.empty()) return -1.0;
-            std::sort(v.begin(), v.end());
-            return v[v.size() / 2];
-        };
+        const std::vector<unsigned long long> hp = tb_stamps<F>(evt_tma_prof, EVT_TMA_PROF_SLOTS, ntask, dargs);
+        auto med = [&](int k) { return tb_stamp_median(hp, EVT_TMA_PROF_SLOTS, ntask, k); };
         const double end = med(EVT_TMA_PROF_SLOTS - 1);
         if (end < 0) {
             printf("  ring stamps, %s: none (its tasks did not take the TMA path)\n", op);
