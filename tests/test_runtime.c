@@ -6,15 +6,18 @@
  *     workers than cores, many launches re-arming the counters in-kernel;
  *   - shapes changing between launches of one module (no recompilation);
  *   - the bind cache keeping every shape a server cycles through;
- *   - integer arguments that are symbols, through the shared record path.
+ *   - integer arguments that are symbols, through the shared record path;
+ *   - the kernel cache's key: a command's blanks between words do not count.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <glob.h>
+#include <unistd.h>
 #include "harness.h"
 #include "device/evt_device.h"
+#include "runtime/kcache.h"
 
 #define PRODUCERS 4
 #define CONSUMERS 4
@@ -179,6 +182,53 @@ static void symbol_arguments_on_the_record_path(void **state)
     evt_module_free(m);
 }
 
+/* The kernel cache compares its commands word by word: "-Xptxas -v " (a
+   scripted precompile's trailing space) finds what "-Xptxas  -v" stored;
+   other words, another source, or blanks inside quotes do not. */
+static void kcache_key_is_words(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/evt-kcache-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *old = getenv("EVT_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("EVT_CACHE_DIR", dir, 1);
+    const char code[] = "cubin bytes";
+    evt_kcache_put("t", "source", "nvcc -O3  -Xptxas -v ", code, sizeof code);
+    const char *same[] = {"nvcc -O3 -Xptxas -v", " nvcc\t-O3 -Xptxas  -v", "nvcc -O3 -Xptxas -v\n"};
+    for (int i = 0; i < 3; i++) {
+        void *got = NULL;
+        size_t len = 0;
+        assert_int_equal(evt_kcache_get("t", "source", same[i], &got, &len), 1);
+        assert_int_equal(len, sizeof code);
+        assert_memory_equal(got, code, sizeof code);
+        free(got);
+    }
+    const char *other[] = {"nvcc -O3 -Xptxas-v", "nvcc -O3 -Xptxas -v -DX", "nvcc -O3"};
+    for (int i = 0; i < 3; i++) {
+        void *got = NULL;
+        size_t len = 0;
+        assert_int_equal(evt_kcache_get("t", "source", other[i], &got, &len), 0);
+    }
+    void *got = NULL;
+    size_t len = 0;
+    assert_int_equal(evt_kcache_get("t", "source2", "nvcc -O3 -Xptxas -v", &got, &len), 0);
+    evt_kcache_put("t", "source", "nvcc -DS='a  b'", code, sizeof code);
+    assert_int_equal(evt_kcache_get("t", "source", "nvcc -DS='a b'", &got, &len), 0);
+    assert_int_equal(evt_kcache_get("t", "source", "nvcc  -DS='a  b' ", &got, &len), 1);
+    free(got);
+    if (saved) { setenv("EVT_CACHE_DIR", saved, 1); free(saved); }
+    else unsetenv("EVT_CACHE_DIR");
+    glob_t gl;
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s/*", dir);
+    if (glob(pat, 0, NULL, &gl) == 0) {
+        for (size_t i = 0; i < gl.gl_pathc; i++) unlink(gl.gl_pathv[i]);
+        globfree(&gl);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     /* instrument the generated kernels too when this binary runs under TSan */
@@ -191,6 +241,7 @@ int main(void)
         cmocka_unit_test(changing_shapes),
         cmocka_unit_test(bind_cache_keeps_shapes),
         cmocka_unit_test(symbol_arguments_on_the_record_path),
+        cmocka_unit_test(kcache_key_is_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

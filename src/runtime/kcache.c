@@ -40,11 +40,36 @@ static uint64_t fnv(uint64_t h, const char *s)
     return h ^ 0xff;
 }
 
+/* The same over a command as a shell splits it into words: a run of
+   blanks outside quotes counts as one space, leading and trailing blanks as
+   none, so "-Xptxas -v " and "-Xptxas  -v" name one entry (a scripted
+   precompile whose $EVT_NVCCFLAGS ended in a space missed the cache and
+   compiled again on the GPU machine: bench/RESULTS.md, session 54). Blanks
+   inside quotes count as they are. */
+static uint64_t fnv_words(uint64_t h, const char *s)
+{
+    char quote = 0;
+    int words = 0, gap = 0;
+    for (; *s; s++) {
+        if (!quote && (*s == ' ' || *s == '\t' || *s == '\n')) {
+            gap = 1;
+            continue;
+        }
+        if (gap && words) { h ^= (unsigned char)' '; h *= 0x100000001b3ull; }
+        gap = 0;
+        words = 1;
+        if (quote ? *s == quote : (*s == '\'' || *s == '"')) quote = quote ? 0 : *s;
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h ^ 0xff;
+}
+
 static int entry_path(const char *kind, const char *a, const char *b, char *path, size_t n)
 {
     char dir[512];
     if (!cache_dir(dir, sizeof dir)) return 0;
-    uint64_t h = fnv(fnv(fnv(0xcbf29ce484222325ull, kind), a), b);
+    uint64_t h = fnv_words(fnv(fnv(0xcbf29ce484222325ull, kind), a), b);
     snprintf(path, n, "%s/%016llx.%s", dir, (unsigned long long)h, kind);
     return 1;
 }
