@@ -3,8 +3,9 @@
  *     the rows a GEMV task reads, as its CUDA tile reads them);
  *   - the jobs bind resolves for each static worker (bind_stream.c): one per
  *     streaming task, in queue order, with the right tensors and rows, and
- *     issue_at under both policies (quiet: never across a task that does not
- *     stream; eager: from the worker's first entry); none without the stream,
+ *     issue_at under the three policies (quiet: never across a task that does
+ *     not stream; eager: from the worker's first entry; own: at the job's own
+ *     entry); none without the stream,
  *     none for dynamic schedules, only the static workers' under hybrid;
  *   - the ring's placement (evt_stream_place, the decision the GPU pump makes
  *     before every copy): a simulated worker queue of bands under the pump's
@@ -84,8 +85,9 @@ static evt_plan *tiny_plan(int stream)
     return p;
 }
 
-/* Checks b's jobs against its queues (quiet or eager issue_at). */
-static void check_jobs(const evt_plan *p, const evt_bound *b, int quiet)
+enum { EAGER, QUIET, OWN };
+/* Checks b's jobs against its queues (issue_at under the policy). */
+static void check_jobs(const evt_plan *p, const evt_bound *b, int policy)
 {
     const evt_graph *g = evt_plan_graph(p);
     const evt_static_sched *q = &b->q;
@@ -113,8 +115,12 @@ static void check_jobs(const evt_plan *p, const evt_bound *b, int quiet)
             assert_int_equal(J->row0, coord[0] * N / T);
             assert_int_equal(J->row0 + J->nrows, (coord[0] + 1) * N / T);
             assert_int_equal(J->pitch, 2 * evt_expr_eval(call->args[1].tensor->shape[1], &env, &err));
-            if (!quiet) {
+            if (policy == EAGER) {
                 assert_int_equal(J->issue_at, q->q_off[w]);
+                continue;
+            }
+            if (policy == OWN) {
+                assert_int_equal(J->issue_at, k);
                 continue;
             }
             /* quiet: every entry from issue_at to the job's streams, and the one before issue_at does not */
@@ -144,18 +150,22 @@ static void stream_jobs(void **state)
         evt_bound b;
         unsetenv("EVT_STREAM_ISSUE");
         assert_int_equal(evt_bind(p, sym, EVT_SCHED_STATIC, 5, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
-        check_jobs(p, &b, 1);
+        check_jobs(p, &b, QUIET);
         evt_bound_free(&b);
         setenv("EVT_STREAM_ISSUE", "eager", 1);
         assert_int_equal(evt_bind(p, sym, EVT_SCHED_STATIC, 3, EVT_QUEUE_CP, 0, &b, &d), EVT_OK);
-        check_jobs(p, &b, 0);
+        check_jobs(p, &b, EAGER);
+        evt_bound_free(&b);
+        setenv("EVT_STREAM_ISSUE", "own", 1);
+        assert_int_equal(evt_bind(p, sym, EVT_SCHED_STATIC, 4, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
+        check_jobs(p, &b, OWN);
         evt_bound_free(&b);
         unsetenv("EVT_STREAM_ISSUE");
         /* hybrid: the static workers' queues have their jobs */
         assert_int_equal(evt_bind(p, sym, EVT_SCHED_HYBRID, 6, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
         assert_true(b.nstatic > 0 && b.nstatic < 6);
         assert_int_equal(b.q.nworkers, b.nstatic);
-        check_jobs(p, &b, 1);
+        check_jobs(p, &b, QUIET);
         evt_bound_free(&b);
         /* no jobs: a dynamic schedule, or a plan that does not stream */
         assert_int_equal(evt_bind(p, sym, EVT_SCHED_DYNAMIC, 4, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);

@@ -11,17 +11,21 @@
  * worker's first entry), or not before the worker has run every task ahead
  * of the band that does not stream ("quiet": a copy in flight shares the
  * SM's memory path with those tasks' loads — attention, norms, merges — and
- * slows them). $EVT_STREAM_ISSUE=eager|quiet picks one (default: quiet). */
+ * slows them), or only when the worker reaches the band's own task, before
+ * its waits ("own": no copy is in flight while another task of the worker
+ * runs or notifies; a deeper form of the early loads).
+ * $EVT_STREAM_ISSUE=eager|quiet|own picks one (default: quiet). */
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/bind.h"
 #include "evt/tiles.h"
 
 /* The issue policy, from the environment (read at bind time). */
-static int stream_quiet(void)
+enum { ISSUE_EAGER, ISSUE_QUIET, ISSUE_OWN };
+static int stream_issue(void)
 {
     const char *e = getenv("EVT_STREAM_ISSUE");
-    return !(e && !strcmp(e, "eager"));
+    return e && !strcmp(e, "eager") ? ISSUE_EAGER : e && !strcmp(e, "own") ? ISSUE_OWN : ISSUE_QUIET;
 }
 
 /* The tensor id passed as parameter `param` of call (a tensor argument's
@@ -61,7 +65,7 @@ evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b)
         }
         dimp[t] = dims[t];
     }
-    int quiet = stream_quiet();
+    const int issue = stream_issue();
     int64_t nj = 0;
     for (int w = 0; w < q->nworkers; w++) {
         b->sjob_off[w] = nj;
@@ -94,7 +98,7 @@ evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b)
             }
             evt_stream_job *j = &b->sjob[nj++];
             j->entry = (int32_t)k;
-            j->issue_at = (int32_t)(quiet ? blocker + 1 : q->q_off[w]);
+            j->issue_at = (int32_t)(issue == ISSUE_OWN ? k : issue == ISSUE_QUIET ? blocker + 1 : q->q_off[w]);
             j->tensor[0] = t0;
             j->tensor[1] = t1;
             j->nrows = (int32_t)band.nrows;
