@@ -184,7 +184,7 @@ static void symbol_arguments_on_the_record_path(void **state)
 
 /* The kernel cache compares its commands word by word: "-Xptxas -v " (a
    scripted precompile's trailing space) finds what "-Xptxas  -v" stored;
-   other words, another source, or blanks inside quotes do not. */
+   other words, another source, or blanks inside quotes or escaped do not. */
 static void kcache_key_is_words(void **state)
 {
     (void)state;
@@ -216,6 +216,11 @@ static void kcache_key_is_words(void **state)
     evt_kcache_put("t", "source", "nvcc -DS='a  b'", code, sizeof code);
     assert_int_equal(evt_kcache_get("t", "source", "nvcc -DS='a b'", &got, &len), 0);
     assert_int_equal(evt_kcache_get("t", "source", "nvcc  -DS='a  b' ", &got, &len), 1);
+    free(got);
+    /* an escaped blank is part of its word: "a\ b" is one word, "a\  b" two */
+    evt_kcache_put("t", "source", "nvcc -DS=a\\ b", code, sizeof code);
+    assert_int_equal(evt_kcache_get("t", "source", "nvcc -DS=a\\  b", &got, &len), 0);
+    assert_int_equal(evt_kcache_get("t", "source", " nvcc  -DS=a\\ b", &got, &len), 1);
     free(got);
     if (saved) { setenv("EVT_CACHE_DIR", saved, 1); free(saved); }
     else unsetenv("EVT_CACHE_DIR");

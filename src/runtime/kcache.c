@@ -45,7 +45,7 @@ static uint64_t fnv(uint64_t h, const char *s)
    none, so "-Xptxas -v " and "-Xptxas  -v" name one entry (a scripted
    precompile whose $EVT_NVCCFLAGS ended in a space missed the cache and
    compiled again on the GPU machine: bench/RESULTS.md, session 54). Blanks
-   inside quotes count as they are. */
+   inside quotes, or escaped by a backslash, count as they are. */
 static uint64_t fnv_words(uint64_t h, const char *s)
 {
     char quote = 0;
@@ -58,7 +58,12 @@ static uint64_t fnv_words(uint64_t h, const char *s)
         if (gap && words) { h ^= (unsigned char)' '; h *= 0x100000001b3ull; }
         gap = 0;
         words = 1;
-        if (quote ? *s == quote : (*s == '\'' || *s == '"')) quote = quote ? 0 : *s;
+        if (*s == '\\' && quote != '\'' && s[1]) { /* the escaped character is part of the word */
+            h ^= (unsigned char)*s++;
+            h *= 0x100000001b3ull;
+        } else if (quote ? *s == quote : (*s == '\'' || *s == '"')) {
+            quote = quote ? 0 : *s;
+        }
         h ^= (unsigned char)*s;
         h *= 0x100000001b3ull;
     }
