@@ -33,10 +33,11 @@ static int cache_dir(char *buf, size_t n)
     return 1;
 }
 
-/* FNV-1a, 64 bits, over the key parts */
+/* FNV-1a, 64 bits, over the key parts: one byte, then a whole part */
+static uint64_t fnv_byte(uint64_t h, char c) { return (h ^ (unsigned char)c) * 0x100000001b3ull; }
 static uint64_t fnv(uint64_t h, const char *s)
 {
-    for (; *s; s++) { h ^= (unsigned char)*s; h *= 0x100000001b3ull; }
+    for (; *s; s++) h = fnv_byte(h, *s);
     return h ^ 0xff;
 }
 
@@ -55,17 +56,12 @@ static uint64_t fnv_words(uint64_t h, const char *s)
             gap = 1;
             continue;
         }
-        if (gap && words) { h ^= (unsigned char)' '; h *= 0x100000001b3ull; }
+        if (gap && words) h = fnv_byte(h, ' ');
         gap = 0;
         words = 1;
-        if (*s == '\\' && quote != '\'' && s[1]) { /* the escaped character is part of the word */
-            h ^= (unsigned char)*s++;
-            h *= 0x100000001b3ull;
-        } else if (quote ? *s == quote : (*s == '\'' || *s == '"')) {
-            quote = quote ? 0 : *s;
-        }
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
+        if (*s == '\\' && quote != '\'' && s[1]) h = fnv_byte(h, *s++); /* the escaped character is part of the word */
+        else if (quote ? *s == quote : (*s == '\'' || *s == '"')) quote = quote ? 0 : *s;
+        h = fnv_byte(h, *s);
     }
     return h ^ 0xff;
 }
