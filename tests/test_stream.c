@@ -160,6 +160,18 @@ static void stream_jobs(void **state)
         assert_int_equal(evt_bind(p, sym, EVT_SCHED_STATIC, 4, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
         check_jobs(p, &b, OWN);
         evt_bound_free(&b);
+        /* a value that names no policy fails the bind with a message */
+        setenv("EVT_STREAM_ISSUE", "sooner", 1);
+        evt_diag bad;
+        evt_diag_init(&bad, "jobs");
+        assert_int_equal(evt_bind(p, sym, EVT_SCHED_STATIC, 4, EVT_QUEUE_RR, 0, &b, &bad), EVT_ERR_SHAPE);
+        assert_non_null(bad.text);
+        assert_non_null(strstr(bad.text, "EVT_STREAM_ISSUE=sooner: expected eager, quiet or own"));
+        evt_diag_free(&bad);
+        setenv("EVT_STREAM_ISSUE", "", 1); /* empty: the default */
+        assert_int_equal(evt_bind(p, sym, EVT_SCHED_STATIC, 5, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
+        check_jobs(p, &b, QUIET);
+        evt_bound_free(&b);
         unsetenv("EVT_STREAM_ISSUE");
         /* hybrid: the static workers' queues have their jobs */
         assert_int_equal(evt_bind(p, sym, EVT_SCHED_HYBRID, 6, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);

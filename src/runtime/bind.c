@@ -154,7 +154,7 @@ static evt_status bind_static(const evt_plan *p, const int64_t *sym, int nworker
         st = evt_schedule_verify(p, sym, &b->q, d); /* restriction to the actual shape */
     }
     if (!st) st = evt_bind_records(p, b);
-    if (!st) st = evt_bind_stream_jobs(p, b);
+    if (!st) st = evt_bind_stream_jobs(p, b, d);
     free(bsym);
     return st;
 }

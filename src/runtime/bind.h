@@ -54,8 +54,9 @@ evt_status evt_bind_task_records(const evt_plan *p, const uint8_t *dyn, evt_boun
 int evt_task_args_fill(const evt_call *call, const int64_t *ext, const int64_t *coord, void *const *ptr,
                        const int64_t *const *dims, const evt_eval_env *env, evt_task_args *a);
 /* The weight stream's jobs of b's static queues (bind_stream.c; none when
- * no call streams). */
-evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b);
+ * no call streams). EVT_ERR_SHAPE with a message in d for an
+ * $EVT_STREAM_ISSUE that names no policy. */
+evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b, evt_diag *d);
 /* Only the shape and the counter targets (the reference executor's needs). */
 evt_status evt_bind_targets(const evt_plan *p, const int64_t *sym, evt_bound *out, evt_diag *d);
 

@@ -14,18 +14,22 @@
  * slows them), or only when the worker reaches the band's own task, before
  * its waits ("own": no copy is in flight while another task of the worker
  * runs or notifies; a deeper form of the early loads).
- * $EVT_STREAM_ISSUE=eager|quiet|own picks one (default: quiet). */
+ * $EVT_STREAM_ISSUE=eager|quiet|own picks one (default: quiet; any other
+ * value fails the bind with a message). */
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/bind.h"
 #include "evt/tiles.h"
 
-/* The issue policy, from the environment (read at bind time). */
+/* The issue policy, from the environment (read at bind time): -1 for a
+   value that names none (an error, never a silent default). Unset or empty
+   is quiet. */
 enum { ISSUE_EAGER, ISSUE_QUIET, ISSUE_OWN };
 static int stream_issue(void)
 {
     const char *e = getenv("EVT_STREAM_ISSUE");
-    return e && !strcmp(e, "eager") ? ISSUE_EAGER : e && !strcmp(e, "own") ? ISSUE_OWN : ISSUE_QUIET;
+    if (!e || !*e || !strcmp(e, "quiet")) return ISSUE_QUIET;
+    return !strcmp(e, "eager") ? ISSUE_EAGER : !strcmp(e, "own") ? ISSUE_OWN : -1;
 }
 
 /* The tensor id passed as parameter `param` of call (a tensor argument's
@@ -36,7 +40,7 @@ static int param_tensor(const evt_call *call, int param)
     return call->args[param].tensor->id;
 }
 
-evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b)
+evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b, evt_diag *d)
 {
     const evt_graph *g = p->g;
     const evt_static_sched *q = &b->q;
@@ -47,6 +51,10 @@ evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b)
     if (!p->nstreams || !q->q_off || q->nworkers < 1) return EVT_OK;
     int64_t n = q->q_off[q->nworkers];
     if (n >= INT32_MAX) return EVT_OK; /* entries are 32-bit in a job */
+    const int issue = stream_issue();
+    if (issue < 0)
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "EVT_STREAM_ISSUE=%s: expected eager, quiet or own",
+                              getenv("EVT_STREAM_ISSUE"));
     int64_t (*dims)[EVT_ABI_MAX_RANK] = calloc(g->ntensors + 1, sizeof *dims);
     const int64_t **dimp = calloc(g->ntensors + 1, sizeof *dimp);
     b->sjob = calloc(n + 1, sizeof *b->sjob);
@@ -65,7 +73,6 @@ evt_status evt_bind_stream_jobs(const evt_plan *p, evt_bound *b)
         }
         dimp[t] = dims[t];
     }
-    const int issue = stream_issue();
     int64_t nj = 0;
     for (int w = 0; w < q->nworkers; w++) {
         b->sjob_off[w] = nj;
