@@ -958,27 +958,58 @@ static void decode_cuda_defines_policy(void **state)
 {
     (void)state;
     for (int64_t b = 1; b <= 16; b++) {
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0),
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0, 1),
                             "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1, 0),
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1, 0, 1),
                             "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
         /* runs asked for: the loop stays */
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 1), "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0");
+        /* a model whose gate + up tiles never take every warp over every unit: the form left out */
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0, 0),
+                            "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 0),
+                            "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
     }
-    /* the other programs keep each GEMV's own batch <= 8 copy and the split merge's loop */
-    const char *large = "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0";
-    assert_string_equal(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0), large);
-    assert_string_equal(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING), large);
-    assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0, 0), large);
-    assert_string_equal(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0, 0), large);
-    assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0), large);
-    /* above batch 64 x's second box, only where the run has a ring */
-    assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING),
-                        "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0");
-    assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304),
-                        "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0");
-    assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0), large);
-    assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, -1), large);
+    /* the other programs keep each GEMV's own batch <= 8 copy and the split
+       merge's loop, and leave the gate + up form out whatever the model */
+    const char *large = "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0";
+    for (int every = 0; every <= 1; every++) {
+        assert_string_equal(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0, every), large);
+        assert_string_equal(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING, every), large);
+        assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0, 0, every), large);
+        assert_string_equal(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0, 0, every), large);
+        assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0, every), large);
+        /* above batch 64 x's second box, only where the run has a ring */
+        assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING, every),
+                            "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0");
+        assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304, every),
+                            "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0");
+        assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0, every), large);
+        assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, -1, every), large);
+    }
+}
+
+/* which models' gate + up tiles take every warp over every unit at batch
+ * <= 8: 16-row units per tile (intermediate size over the tiles) fewer than
+ * the 8 warps and not dividing them */
+static void decode_gate_up_every_models(void **state)
+{
+    (void)state;
+    static const struct { const char *model; int every; } v[] = {
+        {"qwen3-8b", 1},   /* 12288 rows over 131 tiles: 94, 6 units */
+        {"qwen3-1.7b", 1}, /* 6144: 47, 3 units */
+        {"qwen3-0.6b", 0}, /* 3072: 24, 2 units, which divide the 8 warps */
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        evt_qwen3_config c;
+        assert_true(evt_qwen3_preset(v[i].model, &c));
+        assert_int_equal(evt_decode_gate_up_every(c.intermediate_size, 0), v[i].every);
+    }
+    assert_int_equal(evt_decode_gate_up_every(128, 0), 0);      /* the tiny config: one unit */
+    assert_int_equal(evt_decode_gate_up_every(12288, 131), 1);  /* target_tasks given as the default */
+    assert_int_equal(evt_decode_gate_up_every(12288, 48), 0);   /* 256 rows: 16 units, more than the warps */
+    assert_int_equal(evt_decode_gate_up_every(12288, 193), 0);  /* 64 rows: 4 units, which divide them */
+    assert_int_equal(evt_decode_gate_up_every(12288, 110), 1);  /* 112 rows: 7 units */
 }
 
 /* the program evt_decode builds: one request per attention task where
@@ -1495,6 +1526,7 @@ int main(void)
         cmocka_unit_test(check_tolerance),
         cmocka_unit_test(decode_tma_ring_policy),
         cmocka_unit_test(decode_cuda_defines_policy),
+        cmocka_unit_test(decode_gate_up_every_models),
         cmocka_unit_test(decode_small_program_one_request),
         cmocka_unit_test(decode_lm_head_waves),
         cmocka_unit_test(decode_down_slices),

@@ -216,8 +216,21 @@ int evt_decode_tma_ring(int64_t hidden_size, int64_t batch, int requested);
    EVT_LLM_MERGE_LOADS_AT_ONCE=0": its GEMV tiles keep their own batch <= 8
    code and the split merge its loop, the machine code as before session 46
    (the shared form serves batch 1-8, and compiled into the batch-17-64
-   kernel it measured 1.9% slower at qwen3-0.6b batch 64). */
-const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring);
+   kernel it measured 1.9% slower at qwen3-0.6b batch 64).
+   "EVT_LLM_KSPLIT_EVERY=0" leaves out the batch <= 8 gate + up tiles' form
+   with every warp over every unit (src/tiles/llm_gemv.cuh) from every kernel
+   but the batch-1-16 one of a model whose tiles take it (gate_up_every:
+   evt_decode_gate_up_every): its code alone cost qwen3-0.6b batch 1 0.3-0.5%,
+   whose tiles never take it (H200, bench/RESULTS.md session 56). */
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring, int gate_up_every);
+
+/* 1 if a decode's gate + up tiles at batch <= 8 take every warp over every
+   unit: a tile's rows (intermediate_size over target_tasks tiles, 0: the
+   default) make fewer 16-row units than the EVT_DECODE_GEMV_WARPS warps of
+   a worker, and those units do not divide the warps (qwen3-8b: 6 units,
+   qwen3-1.7b: 3; qwen3-0.6b: 2, which divide them). */
+#define EVT_DECODE_GEMV_WARPS 8 /* a persistent worker's warps (256 threads) */
+int evt_decode_gate_up_every(int64_t intermediate_size, int64_t target_tasks);
 
 typedef struct evt_decode_opts {
     const char *model;     /* preset name or path to config.json */

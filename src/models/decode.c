@@ -234,14 +234,24 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
    their machine code as before those, session 46; they run neither at the
    batches they serve, and qwen3-0.6b batch 64 measured 1.9% slower with the
    shared GEMV compiled in) */
-#define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0"
-const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring)
+#define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0"
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring, int gate_up_every)
 {
     if (!small_batch_program(batch, norms))
         return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES " EVT_DECODE_LARGE_DEFINES
                                                                  : EVT_DECODE_LARGE_DEFINES;
-    return attn_rows <= 1 ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
-                          : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0";
+    if (attn_rows <= 1)
+        return gate_up_every ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
+                             : "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0";
+    return gate_up_every ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0"
+                         : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0";
+}
+
+int evt_decode_gate_up_every(int64_t intermediate_size, int64_t target_tasks)
+{
+    const int64_t T = target_tasks > 0 ? target_tasks : EVT_QWEN3_TARGET_TASKS, warps = EVT_DECODE_GEMV_WARPS;
+    const int64_t rows = (intermediate_size + T - 1) / T, units = (rows + 15) / 16; /* a tile's 16-row units, at most */
+    return units > 1 && units < warps && warps % units != 0;
 }
 
 int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, int64_t batch, int tma_ring)
@@ -322,7 +332,8 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
        warpgroups multiplying) only in the kernel of the runs above batch 64
        that have a ring */
     if (!local.compile.cuda_defines)
-        local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms, o->build.attn_rows, local.run.tma_ring);
+        local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms, o->build.attn_rows, local.run.tma_ring,
+                                                             evt_decode_gate_up_every(c.intermediate_size, o->build.target_tasks));
     evt_graph *g = evt_parse(text, strlen(text), d);
     free(text);
     if (!g) return EVT_ERR_VERIFY;

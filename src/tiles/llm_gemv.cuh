@@ -264,11 +264,41 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     /* unit and split indices in 32 bits: 64-bit divisions are helper calls */
     const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (int)((B + BB - 1) / BB), U = nrt * nbg, nch = (int)(K / 32);
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#ifndef EVT_LLM_KSPLIT_INTERLEAVE
+#define EVT_LLM_KSPLIT_INTERLEAVE 1 /* 0: contiguous ranges at every batch (the ablation) */
+#endif
+    constexpr bool ILV = EVT_LLM_KSPLIT_INTERLEAVE && NB8 == 1 && RT == 1;
+    /* every warp over every unit (below): the gate + up tiles at batch <= 8 */
+#ifndef EVT_LLM_KSPLIT_EVERY
+#define EVT_LLM_KSPLIT_EVERY 1 /* 0: nwarps / U warps a unit, the form's code left out (the ablation, and the
+                                  decode kernels whose programs never take it: evt_decode_cuda_defines) */
+#endif
+    constexpr bool EV = EVT_LLM_KSPLIT_EVERY && ILV && NW == 2;
+    /* the batch rows a k split's partial holds: with EV (one batch group)
+       only the B real ones of the unit's 8 */
+    const int PB = EV ? (int)B : BB;
     int ksplit = U >= nwarps ? 1 : nwarps / U;
     if (ksplit > nch) ksplit = nch;
-    const int SSF = nrm ? nbg * BB : 0; /* a k split's sums of squares (rows of x) after the partials */
-    if (ksplit * (U * RB * BB * NW + SSF) > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * BB * NW + SSF);
+    const int SSF = nrm ? nbg * PB : 0; /* a k split's sums of squares (rows of x) after the partials */
+    if (ksplit * (U * RB * PB * NW + SSF) > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * PB * NW + SSF);
     if (ksplit < 1) ksplit = 1;
+    /* every warp over every unit: where the gate + up tile has fewer units
+       than warps that do not divide them (qwen3-8b at batch 1, 6 units:
+       nwarps / U warps a unit kept 6 of 8 busy), each warp takes its turns
+       (ks = warp) of every unit's k iterations, the units one after the
+       other, through the same partials (H200, bench/RESULTS.md session 56:
+       qwen3-8b's gate + up tasks 3% shorter, batch 1 -1.0% per token). Only
+       there: the one-matrix tiles at batch <= 8 share one function
+       (evt_llm_gemv_small) whose code every small-batch GEMV runs, and that
+       form of it (for qwen3-8b's QKV, 3 units) slowed the rest of the step
+       more than QKV gained (qwen3-0.6b +2%, whose tiles never take it) */
+    bool every = false;
+    if constexpr (EV) {
+        if (U < nwarps && nwarps % U && nch >= nwarps && nwarps * (U * RB * PB * NW + SSF) <= EVT_LLM_SMEM_FLOATS) {
+            ksplit = nwarps;
+            every = true;
+        }
+    }
     /* EARLY: the task's barrier with warp 0's waits (evt_tile_wait, once in
        every thread) after the first weight loads of the warp's first unit,
        or before everything when the units hold more than
@@ -320,61 +350,61 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
         return;
     }
     /* fewer units than warps: split K, partials in shared memory */
-    float *part = evt_llm_smem; /* [ks][u][w][RB][BB] */
-    float *sspart = part + ksplit * U * RB * BB * NW; /* NORM: [ks][bg][BB], from the units of row tile 0 */
+    float *part = evt_llm_smem; /* [ks][u][w][RB][PB] */
+    float *sspart = part + ksplit * U * RB * PB * NW; /* NORM: [ks][bg][PB], from the units of row tile 0 */
     if (warp < U * ksplit) {
-        int u = warp % U, ks = warp / U;
-        int rt = u / nbg, bg = u % nbg;
-        /* the unit's k chunks: at batch <= 8 the warps of a unit take its
-           iterations in turn (warp ks the iterations ks, ks + ksplit, ...,
-           so they read adjacent stretches of the rows together; H200,
-           bench/RESULTS.md session 35: qwen3-0.6b 0.9-1.2% faster per token
-           at batch 1 and 8, the rest level); larger units split K into
-           contiguous ranges */
-#ifndef EVT_LLM_KSPLIT_INTERLEAVE
-#define EVT_LLM_KSPLIT_INTERLEAVE 1 /* 0: contiguous ranges at every batch (the ablation) */
-#endif
-        constexpr bool ILV = EVT_LLM_KSPLIT_INTERLEAVE && NB8 == 1 && RT == 1;
-        const int c0 = ILV ? 0 : nch * ks / ksplit, c1 = ILV ? nch : nch * (ks + 1) / ksplit;
-        float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
-        if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc, ss, wa,
-                                                        ILV ? ks : 0, ILV ? ksplit : 1, nrm))
-            return;
-        if (nrm) {
+        const int ks = EV && every ? warp : warp / U;
+        for (int u = EV && every ? 0 : warp % U;; u++) {
+            int rt = u / nbg, bg = u % nbg;
+            /* the unit's k chunks: at batch <= 8 the warps of a unit take its
+               iterations in turn (warp ks the iterations ks, ks + ksplit, ...,
+               so they read adjacent stretches of the rows together; H200,
+               bench/RESULTS.md session 35: qwen3-0.6b 0.9-1.2% faster per token
+               at batch 1 and 8, the rest level); larger units split K into
+               contiguous ranges */
+            const int c0 = ILV ? 0 : nch * ks / ksplit, c1 = ILV ? nch : nch * (ks + 1) / ksplit;
+            float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
+            if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, n0 + rt * RB, n1, bg * BB, B, c0, c1, acc, ss, wa,
+                                                            ILV ? ks : 0, ILV ? ksplit : 1, nrm))
+                return;
+            wa = nullptr;
+            if (nrm) {
 #pragma unroll
-            for (int j = 0; j < NB8; j++) {
-                float r = evt_llm_ss_rows(ss[j]);
-                if (rt == 0 && t == 0) sspart[(ks * nbg + bg) * BB + 8 * j + g] = r;
+                for (int j = 0; j < NB8; j++) {
+                    float r = evt_llm_ss_rows(ss[j]);
+                    if (rt == 0 && t == 0 && (!EV || 8 * j + g < PB)) sspart[(ks * nbg + bg) * PB + 8 * j + g] = r;
+                }
             }
+#pragma unroll
+            for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int r = 0; r < RT; r++)
+#pragma unroll
+                    for (int j = 0; j < NB8; j++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            int rr = r * 16 + g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
+                            if (!EV || bb < PB) part[(((ks * U + u) * NW + q) * RB + rr) * PB + bb] = acc[q][r][j][e];
+                        }
+            if (!(EV && every) || u + 1 == U) break;
         }
-#pragma unroll
-        for (int q = 0; q < NW; q++)
-#pragma unroll
-            for (int r = 0; r < RT; r++)
-#pragma unroll
-                for (int j = 0; j < NB8; j++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        int rr = r * 16 + g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
-                        part[(((ks * U + u) * NW + q) * RB + rr) * BB + bb] = acc[q][r][j][e];
-                    }
     } else if (wa && evt_tile_wait(a)) {
         return;
     }
     evt_tile_sync();
-    for (int i = threadIdx.x; i < U * RB * BB; i += evt_tile_threads()) {
-        int u = i / (RB * BB), r = (i / BB) % RB, bb = i % BB;
+    for (int i = threadIdx.x; i < U * RB * PB; i += evt_tile_threads()) {
+        int u = i / (RB * PB), r = (i / PB) % RB, bb = i % PB;
         int64_t n = n0 + (u / nbg) * RB + r, b = (u % nbg) * BB + bb;
         if (n >= n1 || b >= B) continue;
         float s0 = 0, s1 = 0;
         for (int ks = 0; ks < ksplit; ks++) {
-            s0 += part[(((ks * U + u) * NW + 0) * RB + r) * BB + bb];
-            s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * BB + bb];
+            s0 += part[(((ks * U + u) * NW + 0) * RB + r) * PB + bb];
+            s1 += part[(((ks * U + u) * NW + NW - 1) * RB + r) * PB + bb];
         }
         float sc = 1.f;
         if (nrm) { /* the k splits' sums in order */
             float q = 0;
-            for (int ks = 0; ks < ksplit; ks++) q += sspart[(ks * nbg + u % nbg) * BB + bb];
+            for (int ks = 0; ks < ksplit; ks++) q += sspart[(ks * nbg + u % nbg) * PB + bb];
             sc = evt_llm_rms_scale(q, K, eps);
         }
         if constexpr (MODE >= 3) sc = evt_llm_ss_scale<MODE>(a, b);
