@@ -226,10 +226,9 @@ const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64
 
 /* 1 if a decode's gate + up tiles at batch <= 8 take every warp over every
    unit: a tile's rows (intermediate_size over target_tasks tiles, 0: the
-   default) make fewer 16-row units than the EVT_DECODE_GEMV_WARPS warps of
-   a worker, and those units do not divide the warps (qwen3-8b: 6 units,
-   qwen3-1.7b: 3; qwen3-0.6b: 2, which divide them). */
-#define EVT_DECODE_GEMV_WARPS 8 /* a persistent worker's warps (256 threads) */
+   default) make fewer 16-row units than the warps of the tile's block (its
+   declared threads: 256, 8 warps), and those units do not divide the warps
+   (qwen3-8b: 6 units, qwen3-1.7b: 3; qwen3-0.6b: 2, which divide them). */
 int evt_decode_gate_up_every(int64_t intermediate_size, int64_t target_tasks);
 
 typedef struct evt_decode_opts {

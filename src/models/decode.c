@@ -12,6 +12,7 @@
 #include <time.h>
 #include "evt/models.h"
 #include "evt/front.h"
+#include "evt/tiles.h"
 #include "runtime/half.h"
 
 static double now_s(void)
@@ -234,22 +235,24 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
    their machine code as before those, session 46; they run neither at the
    batches they serve, and qwen3-0.6b batch 64 measured 1.9% slower with the
    shared GEMV compiled in) */
-#define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0"
+#define EVT_DECODE_NO_EVERY "EVT_LLM_KSPLIT_EVERY=0"
+#define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 " EVT_DECODE_NO_EVERY
+#define EVT_DECODE_SMALL_ONE "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
+#define EVT_DECODE_SMALL_RUNS "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0"
 const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring, int gate_up_every)
 {
     if (!small_batch_program(batch, norms))
         return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES " EVT_DECODE_LARGE_DEFINES
                                                                  : EVT_DECODE_LARGE_DEFINES;
-    if (attn_rows <= 1)
-        return gate_up_every ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
-                             : "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0";
-    return gate_up_every ? "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0"
-                         : "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0";
+    if (attn_rows <= 1) return gate_up_every ? EVT_DECODE_SMALL_ONE : EVT_DECODE_SMALL_ONE " " EVT_DECODE_NO_EVERY;
+    return gate_up_every ? EVT_DECODE_SMALL_RUNS : EVT_DECODE_SMALL_RUNS " " EVT_DECODE_NO_EVERY;
 }
 
 int evt_decode_gate_up_every(int64_t intermediate_size, int64_t target_tasks)
 {
-    const int64_t T = target_tasks > 0 ? target_tasks : EVT_QWEN3_TARGET_TASKS, warps = EVT_DECODE_GEMV_WARPS;
+    /* a worker's warps: the gate + up tile's declared threads (what the block runs) */
+    const evt_tile_decl *up = evt_tile_find("mlp_up");
+    const int64_t T = target_tasks > 0 ? target_tasks : EVT_QWEN3_TARGET_TASKS, warps = up ? up->threads / 32 : 0;
     const int64_t rows = (intermediate_size + T - 1) / T, units = (rows + 15) / 16; /* a tile's 16-row units, at most */
     return units > 1 && units < warps && warps % units != 0;
 }

@@ -266,18 +266,18 @@ say "== register spills in the tiles of a decode megakernel"
 # (Not gated: the batch-65-128 kernel, `bench/spills.sh --batch 100`, whose
 # attn_rope_team_request_cuda<4> spilled 36 bytes in evt_kernel before
 # session 44 and 40 since, measured faster all the same: bench/RESULTS.md.)
-# every is the default build with the batch <= 8 gate + up tiles' every-unit
-# form compiled in (the tiny config's tiles never take it, so evtc decode
-# leaves it out: EVT_LLM_KSPLIT_EVERY=0; qwen3-8b's and -1.7b's batch-1-16
-# kernels carry it; session 56: no spill of its own).
+# every is the batch-1-16 kernel of tests/gpu/qwen3-uneven.json, whose gate +
+# up tiles take the batch <= 8 every-unit form (6 units, as qwen3-8b's), so
+# evtc decode compiles it in (the tiny config's tiles never take it and leave
+# it out: EVT_LLM_KSPLIT_EVERY=0; session 56: no spill of its own).
 # The six builds run at once (each is one single-threaded nvcc, ~1 min).
 SPILL_ALLOW='attn_rope_team_request_cudaILi4E=96 attn_rope_team_request_cudaILi2E=64'
 SPD=$(mktemp -d)
 for variant in default noearly stream b64 b64s every; do
     flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads; [ $variant = b64 ] && flag="--batch 64"
-    [ $variant = every ] && flag="--define EVT_LLM_NO_TMA --define EVT_LLM_ATTN_ONE_REQUEST --define EVT_LLM_ATTN_STAGE_FIRST=0"
+    model=examples/qwen3-tiny.json; [ $variant = every ] && model=tests/gpu/qwen3-uneven.json
     [ $variant = b64s ] && flag="--batch 64 --dn-slices 4 --o-slices 4"
-    (bench/spills.sh examples/qwen3-tiny.json $flag > "$SPD/$variant.txt" 2> "$SPD/$variant.err"; echo $? > "$SPD/$variant.rc") &
+    (bench/spills.sh $model $flag > "$SPD/$variant.txt" 2> "$SPD/$variant.err"; echo $? > "$SPD/$variant.rc") &
 done
 wait
 for variant in default noearly stream b64 b64s every; do
