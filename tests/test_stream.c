@@ -12,7 +12,9 @@
  *     FIFO policy, checking that live bands never overlap, stay inside the
  *     ring, keep queue order, stream whole whenever they fit, and that a band
  *     larger than the ring gets a prefix only once the ring is empty;
- *   - the packed location word (EVT_STREAM_AT) round-trips.
+ *   - the packed location word (EVT_STREAM_AT) round-trips;
+ *   - the rings' caps from the environment (EVT_STREAM_RING, EVT_TMA_RING:
+ *     evt_cuda_ring_env) parse as byte counts or are refused.
  * The copies themselves run on a GPU (tests/gpu/decode_check.sh --stream).
  */
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "harness.h"
 #include "device/evt_stream.h"
 #include "runtime/bind.h"
+#include "runtime/cuda_smem.h"
 #include "tiles/tiles_cpu.h"
 #include "evt/evt.h"
 #include "evt/models.h"
@@ -310,10 +313,43 @@ static void location_word(void **state)
             }
 }
 
+/* EVT_STREAM_RING / EVT_TMA_RING: a decimal byte count from 0 to
+   EVT_CUDA_RING_ENV_MAX sets the cap; unset or empty leaves the default;
+   anything else is refused (-1), and the CUDA launch then fails with
+   "NAME=VALUE: expected a byte count" (tests/gpu/run.sh, refusals) instead
+   of running silently without a ring, as strtol's 0 used to */
+static void ring_caps_from_env(void **state)
+{
+    (void)state;
+    long cap = 77;
+    unsetenv("EVT_TMA_RING");
+    assert_int_equal(evt_cuda_ring_env("EVT_TMA_RING", &cap), 0);
+    assert_int_equal(cap, 77);
+    setenv("EVT_TMA_RING", "", 1);
+    assert_int_equal(evt_cuda_ring_env("EVT_TMA_RING", &cap), 0);
+    assert_int_equal(cap, 77);
+    setenv("EVT_TMA_RING", "98304", 1);
+    assert_int_equal(evt_cuda_ring_env("EVT_TMA_RING", &cap), 1);
+    assert_int_equal(cap, 98304);
+    setenv("EVT_TMA_RING", "0", 1);
+    assert_int_equal(evt_cuda_ring_env("EVT_TMA_RING", &cap), 1);
+    assert_int_equal(cap, 0);
+    static const char *bad[] = {"96k", "-1", "1e5", "0x100", " ", "99999999999999999999", "2000000000"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("EVT_STREAM_RING", bad[i], 1);
+        cap = 5;
+        if (evt_cuda_ring_env("EVT_STREAM_RING", &cap) != -1) fail_msg("EVT_STREAM_RING=%s accepted", bad[i]);
+        assert_int_equal(cap, 5);
+    }
+    unsetenv("EVT_STREAM_RING");
+    unsetenv("EVT_TMA_RING");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(linear_bands),
+        cmocka_unit_test(ring_caps_from_env),
         cmocka_unit_test(stream_jobs),
         cmocka_unit_test(ring_placement),
         cmocka_unit_test(location_word),

@@ -510,7 +510,16 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
         tr[i].dtype = (int16_t)g->tensors[i]->dtype;
     }
     /* the shared-memory rings (cuda_smem.c): the weight stream's, or the TMA
-       tiles' and the tensor maps */
+       tiles' and the tensor maps; their caps from the environment must parse */
+    static const char *ring_env[2] = {"EVT_STREAM_RING", "EVT_TMA_RING"};
+    for (int k = 0; k < 2; k++) {
+        long cap;
+        if (evt_cuda_ring_env(ring_env[k], &cap) < 0) {
+            free(tr);
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "%s=%s: expected a byte count from 0 to %ld", ring_env[k],
+                                  getenv(ring_env[k]), EVT_CUDA_RING_ENV_MAX);
+        }
+    }
     unsigned ring_off = 0, ring = evt_cuda_stream_ring(v, b->sched, b->nworkers, &ring_off), tma_off = 0;
     unsigned tma = ring ? 0 : evt_cuda_tma_ring(v, o, b->sched, b->nworkers, &tma_off);
     CUdeviceptr tmap_table = 0;

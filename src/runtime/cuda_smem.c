@@ -4,6 +4,7 @@
  * one), sized from a block's share of the SM. cuda.c places them; the
  * kernels find them through evt_ctx (stream_ring_*, tma_ring_*).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_smem.h"
@@ -18,11 +19,24 @@ static long block_share(int blocks_per_sm)
     return block > evt_cuda_g.smem_optin ? evt_cuda_g.smem_optin : block;
 }
 
-/* cap bytes from $name when set */
-static long env_cap(const char *name, long cap)
+int evt_cuda_ring_env(const char *name, long *cap)
 {
     const char *env = getenv(name);
-    return env && *env ? strtol(env, NULL, 10) : cap;
+    if (!env || !*env) return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(env, &end, 10);
+    if (*end || errno || v < 0 || v > EVT_CUDA_RING_ENV_MAX) return -1;
+    *cap = v;
+    return 1;
+}
+
+/* cap bytes from $name when set (evt_cuda_ring_env; cuda.c refuses a launch
+   whose variables do not parse before it sizes a ring) */
+static long env_cap(const char *name, long cap)
+{
+    evt_cuda_ring_env(name, &cap);
+    return cap;
 }
 
 unsigned evt_cuda_stream_ring(const evt_variant *v, evt_sched_kind sched, int nworkers, unsigned *off)

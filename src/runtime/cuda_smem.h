@@ -3,6 +3,13 @@
 #define EVT_RUNTIME_CUDA_SMEM_H
 #include "runtime/module.h"
 
+/* $name (EVT_STREAM_RING, EVT_TMA_RING): a ring's cap in bytes, a decimal
+ * count from 0 to EVT_CUDA_RING_ENV_MAX. 0 when unset or empty (*cap
+ * untouched), 1 when it sets *cap, -1 when it is not such a count: the
+ * launch then fails with a message (cuda.c), never silently without a ring. */
+#define EVT_CUDA_RING_ENV_MAX (1L << 30)
+int evt_cuda_ring_env(const char *name, long *cap);
+
 /* The weight stream's ring (evt_stream.h) for a persistent launch of
  * nworkers blocks: static and hybrid schedules of a module with streaming
  * calls. After the tiles' dynamic shared memory and the launch tables

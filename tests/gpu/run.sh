@@ -176,6 +176,12 @@ fi
 if section_on refusals; then
 say "== refusals and traces"
 gpucheck workers $ART/split_rowsum.evtm
+# a ring cap in the environment that is not a byte count: the launch fails with a message
+for v in EVT_TMA_RING EVT_STREAM_RING; do
+    check "$v=96k is refused with a message" bash -c \
+        "! $v=96k build/evtc run $ART/split_rowsum.evtm --backend cuda --set n=16 > $LOG/ring_env.txt 2>&1 &&
+         grep -q '$v=96k: expected a byte count' $LOG/ring_env.txt"
+done
 check "trace of imbalance (dynamic) is valid JSON with one event per task" bash -c \
     "build/evtc run $ART/imbalance.evtm --backend cuda --sched dynamic --set n=512 --trace $LOG/trace_imbalance.json > /dev/null &&
      python3 -c \"import json,sys; t=json.load(open('$LOG/trace_imbalance.json'))['traceEvents']; n=sum(1 for e in t if e.get('ph')=='X'); print(n); sys.exit(0 if n==512+64 else 1)\""
