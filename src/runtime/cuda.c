@@ -510,18 +510,18 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
         tr[i].dtype = (int16_t)g->tensors[i]->dtype;
     }
     /* the shared-memory rings (cuda_smem.c): the weight stream's, or the TMA
-       tiles' and the tensor maps; their caps from the environment must parse */
+       tiles' and the tensor maps; their caps (the environment's over the
+       defaults) must parse */
     static const char *ring_env[2] = {"EVT_STREAM_RING", "EVT_TMA_RING"};
-    for (int k = 0; k < 2; k++) {
-        long cap;
-        if (evt_cuda_ring_env(ring_env[k], &cap) < 0) {
+    long ring_cap[2] = {EVT_CUDA_STREAM_RING_CAP, o->tma_ring};
+    for (int k = 0; k < 2; k++)
+        if (evt_cuda_ring_env(ring_env[k], &ring_cap[k]) < 0) {
             free(tr);
             return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "%s=%s: expected a byte count from 0 to %ld", ring_env[k],
                                   getenv(ring_env[k]), EVT_CUDA_RING_ENV_MAX);
         }
-    }
-    unsigned ring_off = 0, ring = evt_cuda_stream_ring(v, b->sched, b->nworkers, &ring_off), tma_off = 0;
-    unsigned tma = ring ? 0 : evt_cuda_tma_ring(v, o, b->sched, b->nworkers, &tma_off);
+    unsigned ring_off = 0, ring = evt_cuda_stream_ring(v, b->sched, b->nworkers, ring_cap[0], &ring_off), tma_off = 0;
+    unsigned tma = ring ? 0 : evt_cuda_tma_ring(v, ring_cap[1], b->sched, b->nworkers, &tma_off);
     CUdeviceptr tmap_table = 0;
     if ((st = bind_tmaps(rt, tr, g->ntensors, tma > 0, &tmap_table, d))) { free(tr); return st; }
     if (!tmap_table) tma = 0;

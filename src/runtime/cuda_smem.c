@@ -31,30 +31,20 @@ int evt_cuda_ring_env(const char *name, long *cap)
     return 1;
 }
 
-/* cap bytes from $name when set (evt_cuda_ring_env; cuda.c refuses a launch
-   whose variables do not parse before it sizes a ring) */
-static long env_cap(const char *name, long cap)
-{
-    evt_cuda_ring_env(name, &cap);
-    return cap;
-}
-
-unsigned evt_cuda_stream_ring(const evt_variant *v, evt_sched_kind sched, int nworkers, unsigned *off)
+unsigned evt_cuda_stream_ring(const evt_variant *v, evt_sched_kind sched, int nworkers, long cap, unsigned *off)
 {
     *off = (v->dyn_smem + v->table_smem + 127) & ~127u;
     if (!v->stream_calls || (sched != EVT_SCHED_STATIC && sched != EVT_SCHED_HYBRID) || nworkers < 1) return 0;
-    long cap = env_cap("EVT_STREAM_RING", 192 * 1024);
     long ring = block_share((nworkers + evt_cuda_g.sms - 1) / evt_cuda_g.sms) - (long)v->static_smem - (long)*off;
     if (ring > cap) ring = cap;
     ring &= ~127L;
     return ring >= 8192 ? (unsigned)ring : 0;
 }
 
-unsigned evt_cuda_tma_ring(const evt_variant *v, const evt_run_opts *o, evt_sched_kind sched, int nworkers, unsigned *off)
+unsigned evt_cuda_tma_ring(const evt_variant *v, long cap, evt_sched_kind sched, int nworkers, unsigned *off)
 {
     *off = (v->dyn_smem + v->table_smem + 1023) & ~1023u;
     if (!v->tma_ring_want || !evt_cuda_g.cu.TensorMapEncodeTiled || evt_cuda_g.cc_major < 9) return 0;
-    long cap = env_cap("EVT_TMA_RING", o->tma_ring);
     if (cap <= 0) return 0;
     if (cap > (long)v->tma_ring_want) cap = v->tma_ring_want;
     /* kernel by kernel (and its graph): blocks of their own, one per SM at

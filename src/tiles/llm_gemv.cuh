@@ -353,8 +353,8 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     float *part = evt_llm_smem; /* [ks][u][w][RB][PB] */
     float *sspart = part + ksplit * U * RB * PB * NW; /* NORM: [ks][bg][PB], from the units of row tile 0 */
     if (warp < U * ksplit) {
-        const int ks = EV && every ? warp : warp / U;
-        for (int u = EV && every ? 0 : warp % U;; u++) {
+        const int ks = every ? warp : warp / U;
+        for (int u = every ? 0 : warp % U;; u++) {
             int rt = u / nbg, bg = u % nbg;
             /* the unit's k chunks: at batch <= 8 the warps of a unit take its
                iterations in turn (warp ks the iterations ks, ks + ksplit, ...,
@@ -386,7 +386,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
                             int rr = r * 16 + g + (e >> 1) * 8, bb = 8 * j + 2 * t + (e & 1);
                             if (!EV || bb < PB) part[(((ks * U + u) * NW + q) * RB + rr) * PB + bb] = acc[q][r][j][e];
                         }
-            if (!(EV && every) || u + 1 == U) break;
+            if (!every || u + 1 == U) break;
         }
     } else if (wa && evt_tile_wait(a)) {
         return;
