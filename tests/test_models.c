@@ -958,34 +958,62 @@ static void decode_cuda_defines_policy(void **state)
 {
     (void)state;
     for (int64_t b = 1; b <= 16; b++) {
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0, 1),
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0, 1, 0),
                             "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1, 0, 1),
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1, 0, 1, 0),
                             "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
         /* runs asked for: the loop stays */
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 1), "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 1, 0), "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0");
         /* a model whose gate + up tiles never take every warp over every unit: the form left out */
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0, 0),
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0, 0, 0),
                             "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 0),
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 0, 0),
                             "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
     }
     /* the other programs keep each GEMV's own batch <= 8 copy and the split
        merge's loop, and leave the gate + up form out whatever the model */
     const char *large = "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0";
     for (int every = 0; every <= 1; every++) {
-        assert_string_equal(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0, every), large);
-        assert_string_equal(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING, every), large);
-        assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0, 0, every), large);
-        assert_string_equal(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0, 0, every), large);
-        assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0, every), large);
+        assert_string_equal(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0, every, 0), large);
+        assert_string_equal(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING, every, 0), large);
+        assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_FUSED, 0, 0, every, 0), large);
+        assert_string_equal(evt_decode_cuda_defines(4, EVT_NORMS_CALLS, 0, 0, every, 0), large);
+        assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0, every, 0), large);
         /* above batch 64 x's second box, only where the run has a ring */
-        assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING, every),
+        assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING, every, 0),
                             "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0");
-        assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304, every),
+        assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304, every, 0),
                             "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0");
-        assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0, every), large);
-        assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, -1, every), large);
+        assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0, every, 0), large);
+        assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, -1, every, 0), large);
+        /* the leader's waits inside the tiles: only ever the batch-1-16 kernel's */
+        assert_string_equal(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0, every, 1), large);
+        assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_CALLS, 0, 0, every, 1), large);
+    }
+    assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_AUTO, 0, 0, 1, 1),
+                        "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_WAITS_IN_TILE=1");
+    assert_string_equal(evt_decode_cuda_defines(16, EVT_NORMS_AUTO, 0, 0, 0, 1),
+                        "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0 EVT_WAITS_IN_TILE=1");
+    assert_string_equal(evt_decode_cuda_defines(8, EVT_NORMS_AUTO, 2, 0, 1, 1), "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0 EVT_WAITS_IN_TILE=1");
+    assert_string_equal(evt_decode_cuda_defines(8, EVT_NORMS_AUTO, 2, 0, 0, 1),
+                        "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0 EVT_WAITS_IN_TILE=1");
+}
+
+/* which models' batch-1-16 kernels run the GEMV tasks' waits inside the
+ * tiles: hidden size 4096 or more (measured: qwen3-8b faster, qwen3-0.6b
+ * slower; bench/RESULTS.md session 58) */
+static void decode_waits_in_tile_models(void **state)
+{
+    (void)state;
+    static const struct { const char *model; int on; } v[] = {
+        {"qwen3-8b", 1}, {"qwen3-1.7b", 0}, {"qwen3-0.6b", 0}, {"examples/qwen3-tiny.json", 0}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        evt_qwen3_config c;
+        evt_diag d;
+        evt_diag_init(&d, "cfg");
+        if (!evt_qwen3_preset(v[i].model, &c)) assert_int_equal(evt_qwen3_load_config(v[i].model, &c, &d), EVT_OK);
+        assert_int_equal(evt_decode_waits_in_tile(c.hidden_size), v[i].on);
+        evt_diag_free(&d);
     }
 }
 
@@ -1526,6 +1554,7 @@ int main(void)
         cmocka_unit_test(check_tolerance),
         cmocka_unit_test(decode_tma_ring_policy),
         cmocka_unit_test(decode_cuda_defines_policy),
+        cmocka_unit_test(decode_waits_in_tile_models),
         cmocka_unit_test(decode_gate_up_every_models),
         cmocka_unit_test(decode_small_program_one_request),
         cmocka_unit_test(decode_lm_head_waves),

@@ -221,8 +221,22 @@ int evt_decode_tma_ring(int64_t hidden_size, int64_t batch, int requested);
    with every warp over every unit (src/tiles/llm_gemv.cuh) from every kernel
    but the batch-1-16 one of a model whose tiles take it (gate_up_every:
    evt_decode_gate_up_every): its code alone cost qwen3-0.6b batch 1 0.3-0.5%,
-   whose tiles never take it (H200, bench/RESULTS.md session 56). */
-const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring, int gate_up_every);
+   whose tiles never take it (H200, bench/RESULTS.md session 56).
+   "EVT_WAITS_IN_TILE=1" (waits_in_tile: evt_decode_waits_in_tile) has the
+   batch-1-16 kernel's leader run an early-loads task's waits inside its tile,
+   after warp 0's share of the tile's prologue (src/device/evt_device.h,
+   evt_tile_wait). */
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring, int gate_up_every,
+                                    int waits_in_tile);
+
+/* 1 if a decode's batch-1-16 kernel runs the GEMV tasks' waits inside their
+   tiles (EVT_WAITS_IN_TILE): hidden_size at least
+   EVT_DECODE_WAITS_IN_TILE_MIN_HIDDEN. Measured on an H200 at batch 1
+   (bench/RESULTS.md session 58): qwen3-8b (4096) -1.9% per token, qwen3-0.6b
+   (1024) +2.0% and qwen3-1.7b (2048) +2.4%, whose tasks' inputs are often ready when the worker takes
+   them, so that the waits start after warp 0's prologue instead of before. */
+#define EVT_DECODE_WAITS_IN_TILE_MIN_HIDDEN 4096
+int evt_decode_waits_in_tile(int64_t hidden_size);
 
 /* 1 if a decode's gate + up tiles at batch <= 8 take every warp over every
    unit: a tile's rows (intermediate_size over target_tasks tiles, 0: the

@@ -163,6 +163,15 @@ EVT_DEV evt_tensor_ref evt_ld_tensor(const evt_tensor_ref *p) { return *p; }
 #define EVT_INPUT_ARMING 0
 #endif
 
+/* Where the leader runs the waits of an early_loads task (evt_tile_wait
+ * below): 0, before the tile, while warps 1-7 enter it; 1, inside it, every
+ * warp entering at once (generated code sets it from the compile options'
+ * cuda_defines: evtc decode turns it on for models of hidden size 4096 or
+ * more, evt_decode_waits_in_tile). */
+#ifndef EVT_WAITS_IN_TILE
+#define EVT_WAITS_IN_TILE 0
+#endif
+
 /* Per-worker state. On the GPU it lives in shared memory; the leader writes
  * the broadcast fields, then a barrier publishes them to the block. */
 typedef struct evt_worker {
@@ -178,6 +187,13 @@ typedef struct evt_worker {
     int32_t nfan;      /* broadcast: completed elements whose consumers the block credits */
     int64_t fan[8];
     evt_task_args args; /* broadcast: the current task's arguments */
+#if EVT_WAITS_IN_TILE
+    /* broadcast: what the leader's waits inside the tile need (evt_tile_wait) */
+    const struct evt_ctx *wctx;
+    const struct evt_task_rec *wrec;
+    int64_t wtask;
+    int32_t wcall, wtgt0;
+#endif
 } evt_worker;
 
 EVT_DEV int evt_aborted(const evt_ctx *C) { return evt_load_relaxed(C->abort_flag) != 0; }
@@ -553,13 +569,45 @@ EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task) { evt_trace_put(
  * loads that do not depend on the waits (its weights) and before anything
  * they guard: the threads meet warp 0 there. Returns 1 when the task must
  * stop (launch aborted). With wait_in_tile 0 (waits done before the tile, a
- * tile harness, the C target) it returns 0 at once. No call: a call in the
- * GEMV tiles made ptxas spill in other tiles of the megakernel. */
+ * tile harness, the C target) it returns 0 at once. No call (without
+ * EVT_WAITS_IN_TILE): a call in the GEMV tiles made ptxas spill in other
+ * tiles of the megakernel.
+ *
+ * EVT_WAITS_IN_TILE 1: warp 0 enters the tile with the others, and its
+ * leader runs the task's waits here (evt_wait_rec, recorded by the dispatch
+ * in evt_tile_wait_record) and stamps the task's start, so that warp 0's
+ * part of the tile's prologue runs while the inputs are still being
+ * produced instead of after (~670 cycles of one warp's dependent code:
+ * bench/RESULTS.md session 58). The GEMV units then let warp 0 meet the
+ * barrier before its own loads (src/tiles/llm_gemv.cuh): a call with weight
+ * loads in flight waits for them. H200: qwen3-8b batch 1 -1.9% per token,
+ * qwen3-0.6b +2.0% (its leader's waits start later where its inputs are
+ * ready at once), so evtc decode turns it on by model. */
+#if EVT_WAITS_IN_TILE
+EVT_DEV void evt_tile_wait_record(evt_worker *W, const evt_ctx *C, int call, const evt_task_rec *R, int32_t tgt0, int64_t task)
+{
+    W->wctx = C;
+    W->wrec = R;
+    W->wcall = call;
+    W->wtgt0 = tgt0;
+    W->wtask = task;
+}
+#endif
 EVT_DEV int evt_tile_wait(const evt_task_args *a)
 {
     if (!a->wait_in_tile) return 0;
     /* args is the worker's own (the dispatch passes &W->args) */
+#if EVT_WAITS_IN_TILE && defined(__CUDACC__)
+    evt_worker *W = (evt_worker *)((const char *)a - offsetof(evt_worker, args));
+    if (EVT_LEADER) {
+        const evt_ctx *C = W->wctx;
+        evt_trace_taken_at(C, W->wtask, 2);
+        if (evt_wait_rec(C, W, W->wcall, W->wrec, W->wtgt0)) W->skip = 1;
+        evt_trace_start(C, W, W->wtask);
+    }
+#else
     const evt_worker *W = (const evt_worker *)((const char *)a - offsetof(evt_worker, args));
+#endif
 #ifdef __CUDACC__
     evt_tile_sync_any();
 #endif

@@ -58,7 +58,10 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
         A->tma_ring_bytes = C->tma_ring_bytes;
         evt_trace_taken_at(C, task, 1); /* (a diagnostic: EVT_TRACE_TAKEN_AT) */
         if (flags & EVT_RECF_BESIDE) {
-            A->wait_in_tile = 1; /* warp 0 waits beside the tile, below */
+            A->wait_in_tile = 1; /* warp 0 waits beside the tile, below (EVT_WAITS_IN_TILE: inside it) */
+#if EVT_WAITS_IN_TILE
+            evt_tile_wait_record(W, C, call, R, tgt0, task);
+#endif
         } else if (flags & EVT_RECF_WAITS) {
             evt_trace_taken_at(C, task, 2);
             if (evt_wait_rec(C, W, call, R, tgt0)) W->skip = 1;
@@ -66,7 +69,9 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
     }
     EVT_SYNC();
     if (W->skip) return;
-#ifdef __CUDACC__
+#if EVT_WAITS_IN_TILE && defined(__CUDACC__)
+    if (!W->args.wait_in_tile) evt_trace_start(C, W, task); /* else evt_tile_wait stamps it after the waits */
+#elif defined(__CUDACC__)
     if (W->args.wait_in_tile) { /* the other warps enter the tile, issue their weight loads and meet warp 0 there */
         if (threadIdx.x < 32) {
             if (EVT_LEADER) evt_trace_taken_at(C, task, 2);

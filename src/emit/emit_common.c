@@ -345,7 +345,9 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     if (beside) {
         /* run beside the tile, which issues its weight loads meanwhile */
         evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits: beside the tile (evt_tile_wait) */\n");
-        evt_pr(o, "        A->wait_in_tile = 1;\n        goto waits_done;\n      }\n");
+        evt_pr(o, "        A->wait_in_tile = 1;\n#if EVT_WAITS_IN_TILE\n        evt_tile_wait_record(W, C, ");
+        id(o, t, ID_CALL, c->id);
+        evt_pr(o, ", R, tgt0, task);\n#endif\n        goto waits_done;\n      }\n");
     } else if (nwaits && has_rec) {
         evt_pr(o, "      if (R && R->nwait >= 0) { /* the record's waits */\n        evt_trace_taken_at(C, task, 2);\n        if (evt_wait_rec(C, W, ");
         id(o, t, ID_CALL, c->id);
@@ -394,12 +396,14 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
     if (beside) {
         /* warp 0 waits; the other warps enter the tile, issue their weight
            loads and meet it at the tile's evt_tile_wait */
+        evt_pr(o, "#if EVT_WAITS_IN_TILE /* the leader runs them inside the tile (evt_tile_wait) */\n");
+        evt_pr(o, "    if (!W->args.wait_in_tile) evt_trace_start(C, W, task);\n#else\n");
         evt_pr(o, "    if (W->args.wait_in_tile) {\n        if (threadIdx.x < 32) {\n");
         evt_pr(o, "            if (EVT_LEADER) evt_trace_taken_at(C, task, 2);\n");
         evt_pr(o, "            if (EVT_LEADER && evt_wait_rec(C, W, ");
         id(o, t, ID_CALL, c->id);
         evt_pr(o, ", R, tgt0)) W->skip = 1;\n            evt_trace_start(C, W, task);\n            __syncwarp();\n        }\n");
-        evt_pr(o, "    } else {\n        evt_trace_start(C, W, task);\n    }\n");
+        evt_pr(o, "    } else {\n        evt_trace_start(C, W, task);\n    }\n#endif\n");
     } else {
         evt_pr(o, "    evt_trace_start(C, W, task);\n");
     }

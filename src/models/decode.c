@@ -239,14 +239,24 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
 #define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 " EVT_DECODE_NO_EVERY
 #define EVT_DECODE_SMALL_ONE "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
 #define EVT_DECODE_SMALL_RUNS "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0"
-const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring, int gate_up_every)
+#define EVT_DECODE_WAITS " EVT_WAITS_IN_TILE=1"
+const char *evt_decode_cuda_defines(int64_t batch, evt_decode_norms norms, int64_t attn_rows, int tma_ring, int gate_up_every,
+                                    int waits_in_tile)
 {
+    /* the batch-1-16 kernel's: [request runs][gate + up every-unit form][leader's waits in the tile] */
+    static const char *const small[2][2][2] = {
+        {{EVT_DECODE_SMALL_ONE " " EVT_DECODE_NO_EVERY, EVT_DECODE_SMALL_ONE " " EVT_DECODE_NO_EVERY EVT_DECODE_WAITS},
+         {EVT_DECODE_SMALL_ONE, EVT_DECODE_SMALL_ONE EVT_DECODE_WAITS}},
+        {{EVT_DECODE_SMALL_RUNS " " EVT_DECODE_NO_EVERY, EVT_DECODE_SMALL_RUNS " " EVT_DECODE_NO_EVERY EVT_DECODE_WAITS},
+         {EVT_DECODE_SMALL_RUNS, EVT_DECODE_SMALL_RUNS EVT_DECODE_WAITS}},
+    };
     if (!small_batch_program(batch, norms))
         return batch > EVT_DECODE_TMA_WIDE_BATCH && tma_ring > 0 ? "EVT_TMA_TWO_HALVES " EVT_DECODE_LARGE_DEFINES
                                                                  : EVT_DECODE_LARGE_DEFINES;
-    if (attn_rows <= 1) return gate_up_every ? EVT_DECODE_SMALL_ONE : EVT_DECODE_SMALL_ONE " " EVT_DECODE_NO_EVERY;
-    return gate_up_every ? EVT_DECODE_SMALL_RUNS : EVT_DECODE_SMALL_RUNS " " EVT_DECODE_NO_EVERY;
+    return small[attn_rows > 1][gate_up_every != 0][waits_in_tile != 0];
 }
+
+int evt_decode_waits_in_tile(int64_t hidden_size) { return hidden_size >= EVT_DECODE_WAITS_IN_TILE_MIN_HIDDEN; }
 
 int evt_decode_gate_up_every(int64_t intermediate_size, int64_t target_tasks)
 {
@@ -336,7 +346,8 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
        that have a ring */
     if (!local.compile.cuda_defines)
         local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms, o->build.attn_rows, local.run.tma_ring,
-                                                             evt_decode_gate_up_every(c.intermediate_size, o->build.target_tasks));
+                                                             evt_decode_gate_up_every(c.intermediate_size, o->build.target_tasks),
+                                                             evt_decode_waits_in_tile(c.hidden_size));
     evt_graph *g = evt_parse(text, strlen(text), d);
     free(text);
     if (!g) return EVT_ERR_VERIFY;

@@ -163,6 +163,15 @@ __device__ __forceinline__ bool evt_llm_unit(const evt_bf16 *x, const evt_bf16 *
     /* iterations part, part + parts, ... of [c0, c1) (parts > 1: the range is
        shared by warps that take its iterations in turn) */
     int64_t c = c0 + (int64_t)part * UN;
+#if EVT_WAITS_IN_TILE
+    /* warp 0's leader runs the task's waits inside evt_tile_wait, a call:
+       warp 0 meets it before its own loads, which would otherwise have to
+       land before the call (the others' loads are in flight meanwhile) */
+    if (EARLY && wa && threadIdx.x < 32) {
+        if (evt_tile_wait(wa)) return true;
+        wa = nullptr;
+    }
+#endif
     for (; c < c1; c += (int64_t)parts * UN) {
         uint4 w[UN][NW][RT][2], xv[UN][NB8];
 #pragma unroll

@@ -147,6 +147,12 @@ run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
 run_case uneven-b1 tests/gpu/qwen3-uneven.json 1 40 2
 run_case uneven-b2-ctx300 tests/gpu/qwen3-uneven.json 2 300 2
 run_case uneven-b4 tests/gpu/qwen3-uneven.json 4 40 2
+# the leader's waits inside the GEMV tiles (EVT_WAITS_IN_TILE, the batch-1-16
+# kernel of qwen3-8b's shapes: evt_decode_waits_in_tile), forced on here
+export EVT_NVCCFLAGS=-DEVT_WAITS_IN_TILE=1
+run_case uneven-b1-waits tests/gpu/qwen3-uneven.json 1 40 2
+run_case uneven-b4-waits tests/gpu/qwen3-uneven.json 4 40 2
+unset EVT_NVCCFLAGS
 run_case uneven-b12-unfolded tests/gpu/qwen3-uneven.json 12 40 2 --norms unfolded
 run_case uneven-b40-fusenorm tests/gpu/qwen3-uneven.json 40 33 2 --fuse-norm
 run_case uneven-b64-fusenorm tests/gpu/qwen3-uneven.json 64 40 2 --fuse-norm

@@ -276,17 +276,21 @@ say "== register spills in the tiles of a decode megakernel"
 # up tiles take the batch <= 8 every-unit form (6 units, as qwen3-8b's), so
 # evtc decode compiles it in (the tiny config's tiles never take it and leave
 # it out: EVT_LLM_KSPLIT_EVERY=0; session 56: no spill of its own).
-# The six builds run at once (each is one single-threaded nvcc, ~1 min).
+# waits is the every build with the leader's waits inside the GEMV tiles
+# (EVT_WAITS_IN_TILE=1, what evtc decode compiles into qwen3-8b's batch-1-16
+# kernel; session 58).
+# The seven builds run at once (each is one single-threaded nvcc, ~1 min).
 SPILL_ALLOW='attn_rope_team_request_cudaILi4E=96 attn_rope_team_request_cudaILi2E=64'
 SPD=$(mktemp -d)
-for variant in default noearly stream b64 b64s every; do
+for variant in default noearly stream b64 b64s every waits; do
     flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads; [ $variant = b64 ] && flag="--batch 64"
-    model=examples/qwen3-tiny.json; [ $variant = every ] && model=tests/gpu/qwen3-uneven.json
+    model=examples/qwen3-tiny.json; [ $variant = every ] || [ $variant = waits ] && model=tests/gpu/qwen3-uneven.json
+    [ $variant = waits ] && flag="--define EVT_LLM_NO_TMA --define EVT_LLM_ATTN_ONE_REQUEST --define EVT_LLM_ATTN_STAGE_FIRST=0 --define EVT_WAITS_IN_TILE=1"
     [ $variant = b64s ] && flag="--batch 64 --dn-slices 4 --o-slices 4"
     (bench/spills.sh $model $flag > "$SPD/$variant.txt" 2> "$SPD/$variant.err"; echo $? > "$SPD/$variant.rc") &
 done
 wait
-for variant in default noearly stream b64 b64s every; do
+for variant in default noearly stream b64 b64s every waits; do
 cat "$SPD/$variant.err" >> "$MAIN"
 report=$(cat "$SPD/$variant.txt")
 if [ "$(cat "$SPD/$variant.rc")" = 0 ]; then
