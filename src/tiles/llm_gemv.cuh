@@ -288,6 +288,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     const int PB = EV ? (int)B : BB;
     int ksplit = U >= nwarps ? 1 : nwarps / U;
     if (ksplit > nch) ksplit = nch;
+    if (NB8 == 1 && RT == 1 && ksplit > 8) ksplit = 8; /* the batch <= 8 epilogue adds at most 8 */
     const int SSF = nrm ? nbg * PB : 0; /* a k split's sums of squares (rows of x) after the partials */
     if (ksplit * (U * RB * PB * NW + SSF) > EVT_LLM_SMEM_FLOATS) ksplit = EVT_LLM_SMEM_FLOATS / (U * RB * PB * NW + SSF);
     if (ksplit < 1) ksplit = 1;
@@ -303,7 +304,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
        more than QKV gained (qwen3-0.6b +2%, whose tiles never take it) */
     bool every = false;
     if constexpr (EV) {
-        if (U < nwarps && nwarps % U && nch >= nwarps && nwarps * (U * RB * PB * NW + SSF) <= EVT_LLM_SMEM_FLOATS) {
+        if (U < nwarps && nwarps % U && nwarps <= 8 && nch >= nwarps && nwarps * (U * RB * PB * NW + SSF) <= EVT_LLM_SMEM_FLOATS) {
             ksplit = nwarps;
             every = true;
         }
@@ -401,6 +402,54 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
         return;
     }
     evt_tile_sync();
+    if constexpr (NB8 == 1 && RT == 1) {
+        /* batch <= 8 (one batch group, nbg 1): thread i the output of row
+           u * 16 + r, batch row bb (i = (u * 16 + r) * PB + bb, PB 8, or
+           B where the partials hold only the real rows, EV); the k splits'
+           partials loaded at once and added in order, the same sums as the
+           general loop below. At batch 1 a task runs this once, after its
+           last warp's k loop and before its notify: the general loop (its
+           divisions and a runtime-count loop the compiler unrolls by 16, 8
+           and 4, ~450 instructions) took 1500-2300 cycles there with its
+           code cold and 700-1250 warm (H200, bench/RESULTS.md session 59);
+           this form made qwen3-0.6b batch 1 1.2-1.7% faster per token,
+           qwen3-8b 0.4% */
+        const float rpb = EV ? 1.0f / (float)PB : 0.f;
+        for (int i = threadIdx.x; i < U * RB * PB; i += evt_tile_threads()) {
+            int ur = i >> 3, bb = i & 7;
+            if constexpr (EV) { /* i / PB for i < 1024, PB <= 8: exact in float */
+                ur = (int)(((float)i + 0.5f) * rpb);
+                bb = i - ur * PB;
+            }
+            const int u = ur >> 4, r = ur & 15;
+            const int64_t n = n0 + u * RB + r;
+            if (bb < B && n < n1) {
+                const float *p0 = part + ((u * NW) * RB + r) * PB + bb;
+                const int kstride = U * NW * RB * PB;
+                float v0[8], v1[8], vq[8];
+#pragma unroll
+                for (int ks = 0; ks < 8; ks++) {
+                    const bool on = ks < ksplit;
+                    v0[ks] = on ? p0[ks * kstride] : 0.f;
+                    v1[ks] = NW > 1 && on ? p0[ks * kstride + RB * PB] : 0.f;
+                    vq[ks] = nrm && on ? sspart[ks * PB + bb] : 0.f;
+                }
+                float s0 = 0.f, s1 = 0.f, q = 0.f;
+#pragma unroll
+                for (int ks = 0; ks < 8; ks++)
+                    if (ks < ksplit) {
+                        s0 += v0[ks];
+                        s1 += v1[ks];
+                        q += vq[ks];
+                    }
+                if (NW == 1) s1 = s0;
+                float sc = nrm ? evt_llm_rms_scale(q, K, eps) : 1.f;
+                if constexpr (MODE >= 3) sc = evt_llm_ss_scale<MODE>(a, bb);
+                evt_llm_out<MODE>(a, bb, n, s0 * sc, s1 * sc, res);
+            }
+        }
+        return;
+    }
     for (int i = threadIdx.x; i < U * RB * PB; i += evt_tile_threads()) {
         int u = i / (RB * PB), r = (i / PB) % RB, bb = i % PB;
         int64_t n = n0 + (u / nbg) * RB + r, b = (u % nbg) * BB + bb;

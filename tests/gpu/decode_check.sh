@@ -147,6 +147,10 @@ run_case mid-b100 tests/gpu/qwen3-mid.json 100 20 2
 run_case uneven-b1 tests/gpu/qwen3-uneven.json 1 40 2
 run_case uneven-b2-ctx300 tests/gpu/qwen3-uneven.json 2 300 2
 run_case uneven-b4 tests/gpu/qwen3-uneven.json 4 40 2
+# the batch <= 8 GEMV epilogue where the k splits' partials hold only the B
+# real rows (every warp over every unit, 6 gate + up units): row i / B and
+# batch row i % B for a B that is not a power of two
+run_case uneven-b3 tests/gpu/qwen3-uneven.json 3 40 2
 # the leader's waits inside the GEMV tiles (EVT_WAITS_IN_TILE, the batch-1-16
 # kernel of qwen3-8b's shapes: evt_decode_waits_in_tile), forced on here
 export EVT_NVCCFLAGS=-DEVT_WAITS_IN_TILE=1
