@@ -970,9 +970,10 @@ static void decode_cuda_defines_policy(void **state)
         assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 0, 0),
                             "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
     }
-    /* the other programs keep each GEMV's own batch <= 8 copy and the split
-       merge's loop, and leave the gate + up form out whatever the model */
-    const char *large = "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0";
+    /* the other programs keep each GEMV's own batch <= 8 copy, the split
+       merge's loop and the k split's integer divisions, and leave the gate +
+       up form out whatever the model */
+    const char *large = "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_SPLIT_RCP=0 EVT_LLM_KSPLIT_EVERY=0";
     for (int every = 0; every <= 1; every++) {
         assert_string_equal(evt_decode_cuda_defines(17, EVT_NORMS_AUTO, 0, 0, every, 0), large);
         assert_string_equal(evt_decode_cuda_defines(64, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING, every, 0), large);
@@ -981,9 +982,9 @@ static void decode_cuda_defines_policy(void **state)
         assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_UNFOLDED, 0, 0, every, 0), large);
         /* above batch 64 x's second box, only where the run has a ring */
         assert_string_equal(evt_decode_cuda_defines(65, EVT_NORMS_AUTO, 0, EVT_DECODE_TMA_RING, every, 0),
-                            "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0");
+                            "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_SPLIT_RCP=0 EVT_LLM_KSPLIT_EVERY=0");
         assert_string_equal(evt_decode_cuda_defines(128, EVT_NORMS_FUSED, 0, 98304, every, 0),
-                            "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_KSPLIT_EVERY=0");
+                            "EVT_TMA_TWO_HALVES EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_SPLIT_RCP=0 EVT_LLM_KSPLIT_EVERY=0");
         assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, 0, every, 0), large);
         assert_string_equal(evt_decode_cuda_defines(100, EVT_NORMS_AUTO, 0, -1, every, 0), large);
         /* the leader's waits inside the tiles: only ever the batch-1-16 kernel's */

@@ -234,9 +234,11 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
    split merge's loop (EVT_LLM_SHARED_SMALL=0, EVT_LLM_MERGE_LOADS_AT_ONCE=0:
    their machine code as before those, session 46; they run neither at the
    batches they serve, and qwen3-0.6b batch 64 measured 1.9% slower with the
-   shared GEMV compiled in) */
+   shared GEMV compiled in), and the k split's integer divisions
+   (EVT_LLM_SPLIT_RCP=0: the reciprocal form made qwen3-0.6b batch 1 2.6%
+   faster and qwen3-8b batch 64 0.55% slower, session 59) */
 #define EVT_DECODE_NO_EVERY "EVT_LLM_KSPLIT_EVERY=0"
-#define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 " EVT_DECODE_NO_EVERY
+#define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_SPLIT_RCP=0 " EVT_DECODE_NO_EVERY
 #define EVT_DECODE_SMALL_ONE "EVT_LLM_NO_TMA EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0"
 #define EVT_DECODE_SMALL_RUNS "EVT_LLM_NO_TMA EVT_LLM_ATTN_STAGE_FIRST=0"
 #define EVT_DECODE_WAITS " EVT_WAITS_IN_TILE=1"

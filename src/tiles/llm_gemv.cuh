@@ -254,6 +254,30 @@ __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { retu
                                    28-32 bytes in the megakernel's attention tile. 1: batch <= 8 only */
 #endif
 
+/* x / d for the small operands of a GEMV task's k split (0 <= x <= 32
+   warps, 1 <= d <= 32 units), from rd = __fdividef(1, d): a float product,
+   exact there (x + 0.5 is at least 0.5 / d >= 1/64 from an integer; the
+   product's error is below 1e-4), where a 32-bit integer division is ~25
+   dependent instructions. At batch 1 warp 0 runs the split's prologue after its
+   waits, before its loads and the barrier the other warps wait at: three
+   divisions in a row there (the split count, the warp's split and unit, the
+   unit's batch group, which batch <= 8 makes 1) cost qwen3-0.6b 2.5% per
+   token (H200, bench/RESULTS.md session 59). */
+#ifndef EVT_LLM_SPLIT_RCP
+#define EVT_LLM_SPLIT_RCP 1 /* 0: integer divisions (the ablation, and the decode's larger-batch kernels:
+                               evt_decode_cuda_defines; qwen3-8b batch 64 measured 0.55% slower with this
+                               form in its kernel) */
+#endif
+__device__ __forceinline__ int evt_llm_split_div(int x, int d, float rd)
+{
+#if EVT_LLM_SPLIT_RCP
+    return (int)(((float)x + 0.5f) * rd);
+#else
+    (void)rd;
+    return x / d;
+#endif
+}
+
 /* Rows [n0, n1) of the task's output, weights at W0 (W1) as evt_llm_unit.
    norm, res: NORM and MODE == 1 at run time where the template says "may"
    (NORM true, MODE -1: evt_llm_gemv_small); elsewhere the constants. */
@@ -271,7 +295,10 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
         return;
     }
     /* unit and split indices in 32 bits: 64-bit divisions are helper calls */
-    const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = (int)((B + BB - 1) / BB), U = nrt * nbg, nch = (int)(K / 32);
+    /* NB8 1: batch <= 8 (evt_llm_gemv_rows), one batch group */
+    const int nrt = (int)((n1 - n0 + RB - 1) / RB), nbg = EVT_LLM_SPLIT_RCP && NB8 == 1 ? 1 : (int)((B + BB - 1) / BB),
+              U = nrt * nbg, nch = (int)(K / 32);
+    const float ru = EVT_LLM_SPLIT_RCP ? __fdividef(1.0f, (float)U) : 0.f; /* evt_llm_split_div */
     int warp = threadIdx.x >> 5, nwarps = evt_tile_threads() >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #ifndef EVT_LLM_KSPLIT_INTERLEAVE
 #define EVT_LLM_KSPLIT_INTERLEAVE 1 /* 0: contiguous ranges at every batch (the ablation) */
@@ -286,7 +313,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     /* the batch rows a k split's partial holds: with EV (one batch group)
        only the B real ones of the unit's 8 */
     const int PB = EV ? (int)B : BB;
-    int ksplit = U >= nwarps ? 1 : nwarps / U;
+    int ksplit = U >= nwarps ? 1 : evt_llm_split_div(nwarps, U, ru);
     if (ksplit > nch) ksplit = nch;
     if (NB8 == 1 && RT == 1 && ksplit > 8) ksplit = 8; /* the batch <= 8 epilogue adds at most 8 */
     const int SSF = nrm ? nbg * PB : 0; /* a k split's sums of squares (rows of x) after the partials */
@@ -323,7 +350,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     }
     if (ksplit == 1) {
         for (int u = warp; u < U; u += nwarps) {
-            int rt = u / nbg, bg = u % nbg;
+            int rt = EVT_LLM_SPLIT_RCP && NB8 == 1 ? u : u / nbg, bg = EVT_LLM_SPLIT_RCP && NB8 == 1 ? 0 : u % nbg;
             float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
             if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, r0, n1, b0, B, 0, nch, acc, ss, wa, 0, 1, nrm)) return;
@@ -363,9 +390,15 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     float *part = evt_llm_smem; /* [ks][u][w][RB][PB] */
     float *sspart = part + ksplit * U * RB * PB * NW; /* NORM: [ks][bg][PB], from the units of row tile 0 */
     if (warp < U * ksplit) {
+#if EVT_LLM_SPLIT_RCP
+        const int wu = evt_llm_split_div(warp, U, ru);
+        const int ks = every ? warp : wu;
+        for (int u = every ? 0 : warp - wu * U;; u++) {
+#else
         const int ks = every ? warp : warp / U;
         for (int u = every ? 0 : warp % U;; u++) {
-            int rt = u / nbg, bg = u % nbg;
+#endif
+            int rt = EVT_LLM_SPLIT_RCP && NB8 == 1 ? u : u / nbg, bg = EVT_LLM_SPLIT_RCP && NB8 == 1 ? 0 : u % nbg;
             /* the unit's k chunks: at batch <= 8 the warps of a unit take its
                iterations in turn (warp ks the iterations ks, ks + ksplit, ...,
                so they read adjacent stretches of the rows together; H200,
