@@ -254,15 +254,18 @@ __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { retu
                                    28-32 bytes in the megakernel's attention tile. 1: batch <= 8 only */
 #endif
 
-/* x / d for the small operands of a GEMV task's k split (0 <= x <= 32
-   warps, 1 <= d <= 32 units), from rd = __fdividef(1, d): a float product,
-   exact there (x + 0.5 is at least 0.5 / d >= 1/64 from an integer; the
-   product's error is below 1e-4), where a 32-bit integer division is ~25
-   dependent instructions. At batch 1 warp 0 runs the split's prologue after its
-   waits, before its loads and the barrier the other warps wait at: three
-   divisions in a row there (the split count, the warp's split and unit, the
-   unit's batch group, which batch <= 8 makes 1) cost qwen3-0.6b 2.5% per
-   token (H200, bench/RESULTS.md session 59). */
+/* x / d for 0 <= x < 2^16 and d >= 1 from rd, 1 / d within 2 ulp
+   (__fdividef): a float product, exact there ((x + 0.5) / d is at least
+   0.5 / d from an integer, the product's error below 0.05 / d), where a
+   32-bit integer division is ~25 dependent instructions. */
+__device__ __forceinline__ int evt_llm_rcp_div(int x, float rd) { return (int)(((float)x + 0.5f) * rd); }
+
+/* The GEMV k split's divisions (the split count, the warp's split and unit:
+   at most 32 warps and units) by evt_llm_rcp_div. At batch 1 warp 0 runs
+   the split's prologue after its waits, before its loads and the barrier
+   the other warps wait at: three divisions in a row there (those two and
+   the unit's batch group, which batch <= 8 makes 1) cost qwen3-0.6b 2.5%
+   per token (H200, bench/RESULTS.md session 59). */
 #ifndef EVT_LLM_SPLIT_RCP
 #define EVT_LLM_SPLIT_RCP 1 /* 0: integer divisions (the ablation, and the decode's larger-batch kernels:
                                evt_decode_cuda_defines; qwen3-8b batch 64 measured 0.55% slower with this
@@ -271,7 +274,8 @@ __device__ __forceinline__ float evt_llm_norm_eps(const evt_task_args *a) { retu
 __device__ __forceinline__ int evt_llm_split_div(int x, int d, float rd)
 {
 #if EVT_LLM_SPLIT_RCP
-    return (int)(((float)x + 0.5f) * rd);
+    (void)d;
+    return evt_llm_rcp_div(x, rd);
 #else
     (void)rd;
     return x / d;
@@ -350,7 +354,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
     }
     if (ksplit == 1) {
         for (int u = warp; u < U; u += nwarps) {
-            int rt = EVT_LLM_SPLIT_RCP && NB8 == 1 ? u : u / nbg, bg = EVT_LLM_SPLIT_RCP && NB8 == 1 ? 0 : u % nbg;
+            int rt = u / nbg, bg = u % nbg; /* nbg: 1 at batch <= 8 (EVT_LLM_SPLIT_RCP), no division */
             float acc[NW][RT][NB8][4] = {}, ss[NB8] = {};
             int64_t r0 = n0 + rt * RB, b0 = bg * BB;
             if (evt_llm_unit<NB8, NW, RT, NORM, SM, EARLY>(x, W0, W1, K, wrow0, r0, n1, b0, B, 0, nch, acc, ss, wa, 0, 1, nrm)) return;
@@ -398,7 +402,7 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
         const int ks = every ? warp : warp / U;
         for (int u = every ? 0 : warp % U;; u++) {
 #endif
-            int rt = EVT_LLM_SPLIT_RCP && NB8 == 1 ? u : u / nbg, bg = EVT_LLM_SPLIT_RCP && NB8 == 1 ? 0 : u % nbg;
+            int rt = u / nbg, bg = u % nbg; /* nbg: 1 at batch <= 8 (EVT_LLM_SPLIT_RCP), no division */
             /* the unit's k chunks: at batch <= 8 the warps of a unit take its
                iterations in turn (warp ks the iterations ks, ks + ksplit, ...,
                so they read adjacent stretches of the rows together; H200,
@@ -450,8 +454,8 @@ __device__ __forceinline__ void evt_llm_gemv_mma(const evt_task_args *a, const e
         const float rpb = EV ? 1.0f / (float)PB : 0.f;
         for (int i = threadIdx.x; i < U * RB * PB; i += evt_tile_threads()) {
             int ur = i >> 3, bb = i & 7;
-            if constexpr (EV) { /* i / PB for i < 1024, PB <= 8: exact in float */
-                ur = (int)(((float)i + 0.5f) * rpb);
+            if constexpr (EV) { /* i / PB */
+                ur = evt_llm_rcp_div(i, rpb);
                 bb = i - ur * PB;
             }
             const int u = ur >> 4, r = ur & 15;
