@@ -2,7 +2,7 @@
  *
  * A tile runs on every thread of the worker block; thread 0 is the worker's
  * leader. Tiles count their threads with evt_tile_threads() and synchronise
- * with evt_tile_sync(): today the plain block (blockDim.x, __syncthreads()),
+ * with evt_tile_sync(): today the plain block (its size, __syncthreads()),
  * kept as functions so that a tile never hard-codes which threads are its
  * own (an earlier weight stream took the block's last warp as a producer;
  * the stream is now run by the leader between tasks, src/device/evt_stream.h).
@@ -15,7 +15,20 @@
 #define EVT_STREAM 0 /* generated code defines it: 1 when a call streams its weights */
 #endif
 
+/* The block's threads. The runtime compiles every generated kernel with
+   -DEVT_BLOCK_THREADS, the block size all its launches use (persistent,
+   kernel by kernel, graph: src/runtime/cuda.c), so a kernel built with
+   -DEVT_TILE_THREADS_CONST may take it as a constant: the tiles' loops over
+   warps unroll and their strides and divisions by it fold. evtc decode's
+   batch-1-16 kernel does (H200, bench/RESULTS.md session 60: qwen3-0.6b
+   batch 1 -1.4% per token, qwen3-8b -0.9%); its batch-17-64 kernel does
+   not (qwen3-8b batch 64 +0.7% with it). Code built without EVT_BLOCK_THREADS
+   (bench/tiles/tilebench.cu) reads blockDim either way. */
+#if defined(EVT_TILE_THREADS_CONST) && defined(EVT_BLOCK_THREADS)
+__device__ __forceinline__ int evt_tile_threads(void) { return EVT_BLOCK_THREADS; }
+#else
 __device__ __forceinline__ int evt_tile_threads(void) { return (int)blockDim.x; }
+#endif
 
 __device__ __forceinline__ void evt_tile_sync(void) { __syncthreads(); }
 

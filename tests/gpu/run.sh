@@ -285,7 +285,7 @@ SPD=$(mktemp -d)
 for variant in default noearly stream b64 b64s every waits; do
     flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads; [ $variant = b64 ] && flag="--batch 64"
     model=examples/qwen3-tiny.json; [ $variant = every ] || [ $variant = waits ] && model=tests/gpu/qwen3-uneven.json
-    [ $variant = waits ] && flag="--define EVT_LLM_NO_TMA --define EVT_LLM_ATTN_ONE_REQUEST --define EVT_LLM_ATTN_STAGE_FIRST=0 --define EVT_WAITS_IN_TILE=1"
+    [ $variant = waits ] && flag="--define EVT_LLM_NO_TMA --define EVT_TILE_THREADS_CONST --define EVT_LLM_ATTN_U=2 --define EVT_LLM_ATTN_ONE_REQUEST --define EVT_LLM_ATTN_STAGE_FIRST=0 --define EVT_WAITS_IN_TILE=1"
     [ $variant = b64s ] && flag="--batch 64 --dn-slices 4 --o-slices 4"
     (bench/spills.sh $model $flag > "$SPD/$variant.txt" 2> "$SPD/$variant.err"; echo $? > "$SPD/$variant.rc") &
 done
