@@ -241,11 +241,12 @@ static int small_batch_program(int64_t batch, evt_decode_norms norms)
    src/device/evt_tile.h: qwen3-0.6b batch 1 -1.4%, qwen3-8b -0.9%; the
    batch-17-64 kernel keeps blockDim, qwen3-8b batch 64 +0.7% with it) and
    scores two cache positions a lane group per attention step, not four
-   (EVT_LLM_ATTN_U=2: at batch 1 a split's steps run once or twice a layer,
-   their code cold, so a shorter step costs less than the loads it leaves
-   in flight; with the constant, a further -1.0% at qwen3-0.6b batch 1 and
-   -0.7% at qwen3-8b). Both: qwen3-0.6b batch 1 -2.5%, qwen3-8b batch 1
-   -1.6%, batch 8 level / -2.1% (H200, bench/RESULTS.md session 60). */
+   (EVT_LLM_ATTN_U=2: at batch 1 a split's steps run once or twice a task,
+   so a shorter step costs less than the loads it leaves in flight; with
+   the constant, a further -1.0% at qwen3-0.6b batch 1 and -0.7% at
+   qwen3-8b). Both: qwen3-0.6b batch 1 -2.5%, qwen3-8b batch 1 -1.6%,
+   batch 8 level / -2.1%, batch 16 -0.7% / -2.5% (H200, bench/RESULTS.md
+   session 60). */
 #define EVT_DECODE_NO_EVERY "EVT_LLM_KSPLIT_EVERY=0"
 #define EVT_DECODE_LARGE_DEFINES "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_SPLIT_RCP=0 " EVT_DECODE_NO_EVERY
 #define EVT_DECODE_SMALL_COMMON "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2"

@@ -94,8 +94,8 @@ __device__ __forceinline__ int64_t evt_llm_cache_off(const int32_t *bt, int64_t 
 #ifndef EVT_LLM_ATTN_U
 #define EVT_LLM_ATTN_U 4 /* cache positions per lane group per step; the next step's loads are in flight too
                             (8 for 1 or 2 q heads per kv head made ptxas spill 112 bytes in rmsnorm; 2 in
-                            evtc decode's batch-1-16 kernel, where a step's code runs cold once or twice a
-                            layer: bench/RESULTS.md session 60) */
+                            evtc decode's batch-1-16 kernel, where a split's steps run once or twice a task:
+                            bench/RESULTS.md session 60) */
 #endif
 static_assert(EVT_LLM_ATTN_STAGE_QKV_BF16 >= 6 * 128, "the staging layout holds 4 q heads, k and v of head_dim 128");
 
