@@ -278,14 +278,15 @@ say "== register spills in the tiles of a decode megakernel"
 # it out: EVT_LLM_KSPLIT_EVERY=0; session 56: no spill of its own).
 # waits is the every build with the leader's waits inside the GEMV tiles
 # (EVT_WAITS_IN_TILE=1, what evtc decode compiles into qwen3-8b's batch-1-16
-# kernel; session 58).
+# kernel; session 58), forced by an nvcc -D on top of the list evtc decode
+# picks, as decode_check.sh does (so the list is not restated here).
 # The seven builds run at once (each is one single-threaded nvcc, ~1 min).
 SPILL_ALLOW='attn_rope_team_request_cudaILi4E=96 attn_rope_team_request_cudaILi2E=64'
 SPD=$(mktemp -d)
 for variant in default noearly stream b64 b64s every waits; do
     flag=; [ $variant = stream ] && flag=--stream; [ $variant = noearly ] && flag=--no-early-loads; [ $variant = b64 ] && flag="--batch 64"
     model=examples/qwen3-tiny.json; [ $variant = every ] || [ $variant = waits ] && model=tests/gpu/qwen3-uneven.json
-    [ $variant = waits ] && flag="--define EVT_LLM_NO_TMA --define EVT_TILE_THREADS_CONST --define EVT_LLM_ATTN_U=2 --define EVT_LLM_ATTN_ONE_REQUEST --define EVT_LLM_ATTN_STAGE_FIRST=0 --define EVT_WAITS_IN_TILE=1"
+    [ $variant = waits ] && flag=-DEVT_WAITS_IN_TILE=1
     [ $variant = b64s ] && flag="--batch 64 --dn-slices 4 --o-slices 4"
     (bench/spills.sh $model $flag > "$SPD/$variant.txt" 2> "$SPD/$variant.err"; echo $? > "$SPD/$variant.rc") &
 done
