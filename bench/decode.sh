@@ -22,8 +22,8 @@
 # write bytes per second, measured in this run by bench/tiles --copy-only).
 # EXTRA: more `evtc decode` arguments for every run (an ablation, e.g.
 # EXTRA=--stream). BUDGET_S: no new run starts after this many seconds
-# (results so far are kept). Writes $OUT/decode_results.md (or /tmp/evt-decode/) and appends it
-# as a new section to bench/RESULTS.md.
+# (results so far are kept). Writes $OUT/decode_results.md (or /tmp/evt-decode/) and adds it
+# to bench/RESULTS.md as the newest section (bench/results_add.sh).
 set -u
 cd "$(dirname "$0")/.."
 LOG=${OUT:-/tmp/evt-decode}
@@ -108,5 +108,4 @@ for m in $MODELS; do
     done
 done
 cat "$SEC"
-if [ -f bench/RESULTS.md ]; then echo >> bench/RESULTS.md; fi
-cat "$SEC" >> bench/RESULTS.md
+bench/results_add.sh "$SEC"

@@ -2,7 +2,8 @@
 # bench/sched.sh — scheduling benchmarks of the GPU megakernel (one device call).
 #
 #   bench/sched.sh        needs an H100/H200; writes $OUT/sched_results.md (or
-#                         /tmp/evt-bench/) and appends the same section to bench/RESULTS.md
+#                         /tmp/evt-bench/) and adds the same section to bench/RESULTS.md
+#                         as the newest one (bench/results_add.sh)
 #
 # Measures (method: /work/.library/device/METHOD.md — warm-up, CUDA events
 # around back-to-back launches, median of 5):
@@ -37,5 +38,4 @@ SEC=$LOG/sched_results.md
     build/schedbench examples
 } > "$SEC" 2>&1
 cat "$SEC"
-if [ -f bench/RESULTS.md ]; then echo >> bench/RESULTS.md; fi
-cat "$SEC" >> bench/RESULTS.md
+bench/results_add.sh "$SEC"
