@@ -10,10 +10,11 @@ set -eu
 sec=$1 res=${2:-bench/RESULTS.md}
 [ -f "$sec" ] || { echo "results_add: no section file $sec" >&2; exit 2; }
 [ -f "$res" ] || { cp "$sec" "$res"; exit 0; }
-tmp=$(mktemp "$res.XXXXXX")
+tmp=$(mktemp -p "$(dirname "$res")") # beside it: the mv below is a rename
 awk -v sec="$sec" '
     !done && /^## Session / { while ((getline l < sec) > 0) print l; print ""; done = 1 }
     { print }
     END { if (!done) { print ""; while ((getline l < sec) > 0) print l } }
 ' "$res" > "$tmp"
+chmod --reference="$res" "$tmp" # mktemp makes it 0600
 mv "$tmp" "$res"

@@ -954,21 +954,23 @@ static void decode_check_step_ties(void **state)
  * decode_small_program_one_request); every program that may run at the
  * larger batches keeps them, and the batch <= 8 GEMV copies and merge loop
  * that its kernel replaces */
+/* what every batch-1-16 kernel's list starts with (evt_decode_cuda_defines) */
+#define SMALL_COMMON "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 "
 static void decode_cuda_defines_policy(void **state)
 {
     (void)state;
     for (int64_t b = 1; b <= 16; b++) {
         assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0, 1, 0),
-                            "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
+                            SMALL_COMMON "EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
         assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 1, 0, 1, 0),
-                            "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
+                            SMALL_COMMON "EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0");
         /* runs asked for: the loop stays */
-        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 1, 0), "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_STAGE_FIRST=0");
+        assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 1, 0), SMALL_COMMON "EVT_LLM_ATTN_STAGE_FIRST=0");
         /* a model whose gate + up tiles never take every warp over every unit: the form left out */
         assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 0, 0, 0, 0),
-                            "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
+                            SMALL_COMMON "EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
         assert_string_equal(evt_decode_cuda_defines(b, EVT_NORMS_AUTO, 2, 0, 0, 0),
-                            "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
+                            SMALL_COMMON "EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0");
     }
     /* the other programs keep each GEMV's own batch <= 8 copy, the split
        merge's loop and the k split's integer divisions, and leave the gate +
@@ -992,12 +994,12 @@ static void decode_cuda_defines_policy(void **state)
         assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_CALLS, 0, 0, every, 1), large);
     }
     assert_string_equal(evt_decode_cuda_defines(1, EVT_NORMS_AUTO, 0, 0, 1, 1),
-                        "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_WAITS_IN_TILE=1");
+                        SMALL_COMMON "EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_WAITS_IN_TILE=1");
     assert_string_equal(evt_decode_cuda_defines(16, EVT_NORMS_AUTO, 0, 0, 0, 1),
-                        "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0 EVT_WAITS_IN_TILE=1");
-    assert_string_equal(evt_decode_cuda_defines(8, EVT_NORMS_AUTO, 2, 0, 1, 1), "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_STAGE_FIRST=0 EVT_WAITS_IN_TILE=1");
+                        SMALL_COMMON "EVT_LLM_ATTN_ONE_REQUEST EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0 EVT_WAITS_IN_TILE=1");
+    assert_string_equal(evt_decode_cuda_defines(8, EVT_NORMS_AUTO, 2, 0, 1, 1), SMALL_COMMON "EVT_LLM_ATTN_STAGE_FIRST=0 EVT_WAITS_IN_TILE=1");
     assert_string_equal(evt_decode_cuda_defines(8, EVT_NORMS_AUTO, 2, 0, 0, 1),
-                        "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0 EVT_WAITS_IN_TILE=1");
+                        SMALL_COMMON "EVT_LLM_ATTN_STAGE_FIRST=0 EVT_LLM_KSPLIT_EVERY=0 EVT_WAITS_IN_TILE=1");
 }
 
 /* which models' batch-1-16 kernels run the GEMV tasks' waits inside the
