@@ -54,7 +54,7 @@ static void mpmc_ring(void **state)
     static evt_error err;
     ring.mask = 255;
     ring.slots = slots;
-    for (int i = 0; i < 256; i++) slots[i].seq = i;
+    for (int i = 0; i < 256; i++) slots[i] = EVT_RING_SLOT(i, -1);
     ring_ctx.ring = &ring;
     ring_ctx.abort_flag = &abort_flag;
     ring_ctx.outstanding = &outstanding;

@@ -28,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 14
+#define EVT_ABI_VERSION 15
 
 /* Task records: what a static queue entry's task needs before its tile,
  * resolved on the host at bind time for the bound shape, so that the
@@ -119,9 +119,20 @@ typedef struct evt_error {
  * its slot is filled or the launch is over (`terminated`); the last worker
  * then rewinds deq to enq, so the unfilled tickets are reused next launch.
  * Persistent across launches: positions keep increasing, nothing to reset.
- * Capacity >= tasks + workers of a launch (evt_ring_capacity). */
+ * Capacity >= tasks + workers of a launch (evt_ring_capacity).
+ *
+ * A slot is one 64-bit word: the sequence number in the high half (the
+ * position modulo 2^32: pos while the slot waits for position pos's task,
+ * pos + 1 once it holds it) and the task id in the low half. A pop reads both
+ * with one acquire load and frees the slot for the next lap with one relaxed
+ * store: coherence orders that store after the load of the same word, so no
+ * fence is needed (bench/RESULTS.md, session 62). Task ids and the capacity
+ * fit: binding a shape refuses more than 2^30 tasks (src/pass/shape.c). */
 #define EVT_RING_EXIT (-1)
-typedef struct evt_ring_slot { int64_t seq; int64_t val; } evt_ring_slot;
+typedef int64_t evt_ring_slot;
+#define EVT_RING_SLOT(seq, task) ((int64_t)(((uint64_t)(uint32_t)(seq) << 32) | (uint32_t)(task)))
+#define EVT_RING_SEQ(slot) ((uint32_t)((uint64_t)(slot) >> 32))
+#define EVT_RING_TASK(slot) ((int64_t)(int32_t)(uint32_t)(uint64_t)(slot))
 typedef struct evt_ring {
     int64_t enq;                 /* next enqueue position */
     int64_t pad0[7];

@@ -43,6 +43,7 @@ EVT_DEV int32_t evt_add_acq_rel(int32_t *p, int32_t v) { return evt_aref32(*p).f
 EVT_DEV int32_t evt_add_relaxed(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
 EVT_DEV int64_t evt_load64_acquire(int64_t *p) { return evt_aref64(*p).load(cuda::memory_order_acquire); }
 EVT_DEV void evt_store64_release(int64_t *p, int64_t v) { evt_aref64(*p).store(v, cuda::memory_order_release); }
+EVT_DEV void evt_store64_relaxed(int64_t *p, int64_t v) { evt_aref64(*p).store(v, cuda::memory_order_relaxed); }
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return evt_aref32(*p).compare_exchange_strong(expect, desired, cuda::memory_order_acq_rel); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return evt_aref64(*p).fetch_add(v, cuda::memory_order_relaxed); }
@@ -121,6 +122,7 @@ EVT_DEV int32_t evt_add_acq_rel(int32_t *p, int32_t v) { return __atomic_fetch_a
 EVT_DEV int32_t evt_add_relaxed(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 EVT_DEV int64_t evt_load64_acquire(int64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 EVT_DEV void evt_store64_release(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+EVT_DEV void evt_store64_relaxed(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 EVT_DEV int evt_cas32(int32_t *p, int32_t expect, int32_t desired)
 { return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); }
 EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
@@ -333,19 +335,19 @@ EVT_DEV int evt_wait_add(const evt_ctx *C, evt_worker *W, int call, evt_waits *w
 /* ---- ready queue ---------------------------------------------------- */
 
 /* Fills ring position pos with task once the slot is free (its previous
- * lap consumed; the ring holds every task of a launch, so it soon is). */
+ * lap consumed; the ring holds every task of a launch, so it soon is): one
+ * release store of the slot's word (sequence pos + 1 and the task). */
 EVT_DEV int evt_ring_put(const evt_ctx *C, int64_t pos, int64_t task)
 {
     evt_ring *r = C->ring;
     evt_ring_slot *s = &r->slots[pos & r->mask];
     uint32_t backoff = 32;
-    while (evt_load64_acquire(&s->seq) != pos) {
+    while (EVT_RING_SEQ(evt_load64_acquire(s)) != (uint32_t)pos) {
         if (evt_aborted(C)) return 1;
         evt_pause(backoff);
         if (backoff < 256) backoff *= 2;
     }
-    s->val = task;
-    evt_store64_release(&s->seq, pos + 1);
+    evt_store64_release(s, EVT_RING_SLOT(pos + 1, task));
     return 0;
 }
 
@@ -372,11 +374,12 @@ EVT_PROTO int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
     int64_t pos = W->ticket++;
     W->tickets_left--;
     evt_ring_slot *s = &r->slots[pos & r->mask];
-    if (evt_load64_acquire(&s->seq) != pos + 1) {
+    int64_t v = evt_load64_acquire(s);
+    if (EVT_RING_SEQ(v) != (uint32_t)(pos + 1)) {
         evt_flush_completions(C, W);
         uint64_t start = evt_now_ns();
         uint32_t backoff = 32;
-        for (uint32_t spin = 0; evt_load64_acquire(&s->seq) != pos + 1; spin++) {
+        for (uint32_t spin = 0; EVT_RING_SEQ(v = evt_load64_acquire(s)) != (uint32_t)(pos + 1); spin++) {
             if (evt_load_acquire(C->terminated) || evt_aborted(C)) return 0;
             if (spin < 64) continue;
             evt_pause(backoff);
@@ -387,8 +390,8 @@ EVT_PROTO int evt_pop(const evt_ctx *C, evt_worker *W, int64_t *task)
             }
         }
     }
-    *task = s->val;
-    evt_store64_release(&s->seq, pos + r->mask + 1);
+    *task = EVT_RING_TASK(v);
+    evt_store64_relaxed(s, EVT_RING_SLOT(pos + r->mask + 1, -1)); /* free for the next lap (after the load: coherence) */
     return 1;
 }
 
@@ -405,9 +408,13 @@ EVT_DEV int32_t evt_dynamic_goal(const evt_ctx *C)
     return -(int32_t)(C->nseeds + EVT_INPUT_ARMING + entries);
 }
 
-/* Completions are counted locally and reported in one atomic: at the end of
- * a ticket batch and before a worker blocks. Reporting late only keeps
- * `outstanding` above the truth, so the goal is never reached early. */
+/* Completions are counted locally and reported in one atomic when a worker
+ * is about to block on an empty slot (evt_pop), not after every task: that
+ * acq_rel add on one word all workers share was a round trip per task on
+ * the leader's path (bench/RESULTS.md, session 62). Reporting late only keeps
+ * `outstanding` above the truth, so the goal is never reached early; and
+ * every worker reports before it blocks, so the last completion is reported
+ * once no task is left to pop. */
 EVT_PROTO void evt_flush_completions(const evt_ctx *C, evt_worker *W)
 {
     int32_t n = W->completed;

@@ -164,10 +164,7 @@ EVT_DEV void evt_run_dynamic(const evt_ctx *C, evt_worker *W)
         evt_dispatch(C, W, call, lin, C->ext, R);
         EVT_SYNC(); /* W->entry is rewritten only after everyone read it */
         evt_fan_out(C, W); /* credits pushed before this task counts as done */
-        if (EVT_LEADER) {
-            W->completed++;
-            if (W->tickets_left == 0) evt_flush_completions(C, W);
-        }
+        if (EVT_LEADER) W->completed++; /* reported when this worker next finds its slot empty (evt_pop) */
     }
 }
 

@@ -5,6 +5,7 @@
  * between the `policy dynamic` calls and the rest), or for kernel by kernel
  * only the check that program order respects every wait. */
 #include <stdio.h>
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -327,6 +328,7 @@ int64_t evt_ring_capacity(const evt_bound *b)
 {
     int64_t cap = 64;
     while (cap < b->s.ntasks + b->nworkers + 1) cap *= 2;
+    assert(cap <= (INT64_C(1) << 31)); /* a slot's 32-bit sequence and task id (evt_ctx.h); shape.c bounds ntasks */
     return cap;
 }
 
