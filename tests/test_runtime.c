@@ -1,7 +1,8 @@
 /* test_runtime.c — the runtime protocol under concurrency; built a second
  * time with ThreadSanitizer (make tsan), which then also instruments the
  * generated kernels (EVT_CFLAGS=-fsanitize=thread is set by this test).
- *   - the MPMC ring: many producers and consumers, nothing lost or doubled;
+ *   - the MPMC ring: many producers and consumers, nothing lost or doubled,
+ *     also across positions 2^32 (a slot's sequence is 32 bits);
  *   - every example under every schedule, with chaos delays, with more
  *     workers than cores, many launches re-arming the counters in-kernel;
  *   - shapes changing between launches of one module (no recompilation);
@@ -44,17 +45,20 @@ static void *consumer(void *p)
     return NULL;
 }
 
-static void mpmc_ring(void **state)
+/* One run of the producers and consumers over a small ring (256 slots:
+ * producers wait for free slots and wrap many times), its positions starting
+ * at `start` (a slot's sequence is the position modulo 2^32). */
+static void mpmc_ring_from(int64_t start)
 {
-    (void)state;
-    /* a small ring (256): producers wait for free slots and wrap many times */
     static evt_ring ring;
     static evt_ring_slot slots[256];
     static int32_t abort_flag, outstanding, terminated;
     static evt_error err;
+    memset(seen, 0, sizeof seen);
     ring.mask = 255;
     ring.slots = slots;
-    for (int i = 0; i < 256; i++) slots[i] = EVT_RING_SLOT(i, -1);
+    ring.enq = ring.deq = start;
+    for (int64_t pos = start; pos < start + 256; pos++) slots[pos & 255] = EVT_RING_SLOT(pos, -1);
     ring_ctx.ring = &ring;
     ring_ctx.abort_flag = &abort_flag;
     ring_ctx.outstanding = &outstanding;
@@ -66,9 +70,18 @@ static void mpmc_ring(void **state)
     for (int i = 0; i < CONSUMERS; i++) pthread_create(&th[PRODUCERS + i], NULL, consumer, (void *)(intptr_t)i);
     for (int i = 0; i < PRODUCERS + CONSUMERS; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < PRODUCERS * PER_PRODUCER; i++)
-        if (seen[i] != 1) fail_msg("value %d popped %d times", i, seen[i]);
+        if (seen[i] != 1) fail_msg("from %lld: value %d popped %d times", (long long)start, i, seen[i]);
+    assert_int_equal(ring.enq, start + PRODUCERS * PER_PRODUCER);
     assert_int_equal(ring.enq, ring.deq); /* every ticket served */
     assert_int_equal(err.kind, 0);
+}
+
+static void mpmc_ring(void **state)
+{
+    (void)state;
+    mpmc_ring_from(0);
+    /* positions crossing 2^32 mid-run: the slots' 32-bit sequence numbers wrap */
+    mpmc_ring_from((INT64_C(1) << 32) - PRODUCERS * PER_PRODUCER / 2);
 }
 
 static void examples_all_schedules(void **state)
