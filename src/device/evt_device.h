@@ -62,6 +62,8 @@ EVT_DEV void evt_acquire_fence(void) { cuda::atomic_thread_fence(cuda::memory_or
 #endif
 EVT_DEV void evt_red_notify(int32_t *p, int32_t v)
 { asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
+EVT_DEV void evt_red_relaxed(int32_t *p, int32_t v)
+{ asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
 #ifdef EVT_POLL_RELAXED
 /* ablation: relaxed polls and one acquire fence after a task's last wait:
@@ -130,6 +132,7 @@ EVT_DEV int64_t evt_add64_relaxed(int64_t *p, int64_t v) { return __atomic_fetch
    ThreadSanitizer models; it does not model standalone fences) */
 EVT_DEV void evt_notify_fence(void) { }
 EVT_DEV void evt_red_notify(int32_t *p, int32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELEASE); }
+EVT_DEV void evt_red_relaxed(int32_t *p, int32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 EVT_DEV void evt_acquire_fence(void) { }
 /* CPU: acquire polls (what ThreadSanitizer models), no fence after them */
@@ -424,12 +427,18 @@ EVT_PROTO void evt_flush_completions(const evt_ctx *C, evt_worker *W)
         evt_add_acq_rel(C->terminated, 1);
 }
 
-/* Dynamic mode: one wait element of `task` is complete; push it when all are. */
+/* Dynamic mode: one wait element of `task` is complete; push it when all are.
+ * `outstanding` is raised by a relaxed add whose result nobody reads (a
+ * fire-and-forget reduction on the GPU, not a round trip): the completion
+ * this credit comes from is reported later by the same worker (evt_pop's
+ * flush, after its block barrier on the GPU), so that report follows the add
+ * in `outstanding`'s order and the goal cannot be reached while the pushed
+ * task is pending (bench/RESULTS.md, session 62). */
 EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
 {
     int32_t done = evt_add_acq_rel(&C->pending[task], 1) + 1;
     if (done == C->pend_target[task]) {
-        evt_add_acq_rel(C->outstanding, 1);
+        evt_red_relaxed(C->outstanding, 1);
         evt_push(C, task);
     }
     (void)W;
