@@ -286,6 +286,61 @@ static void hybrid_split(void **state)
     evt_module_free(m);
 }
 
+/* The dynamic schedule's consumer lists flag the consumers whose only wait
+ * is the element (EVT_CONS_SOLE: pushed by their one credit without a
+ * pending count) and no other, and runs with the flag agree with the
+ * reference under the dynamic schedule, with early push and in hybrid. */
+static void consumer_lists_flag_sole_waits(void **state)
+{
+    (void)state;
+    const char *prog =
+        "sym n = 3 in [1, 8]\n"
+        "tensor M : i32[n] output = zeros\ntensor M2 : i32[n] output = zeros\ntensor M3 : i32[n] output = zeros\n"
+        "event A[n]\nevent B[n]\n"
+        "call a = mark(M) over (i) in [n] {\n    notify A[i]\n    notify B[i]\n}\n"
+        "call one = mark(M2) over (i) in [n] {\n    wait A[i]\n}\n"
+        "call two = mark(M3) over (i) in [n] {\n    wait A[i]\n    wait B[n - 1 - i]\n}\n";
+    evt_graph *g;
+    evt_compile_opts co = {.no_fuse = 1};
+    evt_plan *p = compile_text(prog, &g, &co);
+    for (int64_t n = 1; n <= 8; n++) {
+        int64_t sym[1] = {n};
+        evt_bound b;
+        evt_diag d;
+        evt_diag_init(&d, "t");
+        assert_int_equal(evt_bind(p, sym, EVT_SCHED_DYNAMIC, 3, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
+        int64_t sole = 0, other = 0;
+        for (int64_t k = 0; k < b.cons_off[b.s.ncounters]; k++) {
+            int32_t e = b.cons[k], task = e & ~EVT_CONS_SOLE;
+            assert_true(task >= 0 && task < b.s.ntasks);
+            int call = task >= b.s.task_base[2] ? 2 : task >= b.s.task_base[1] ? 1 : 0;
+            assert_int_equal(call == 1, (e & EVT_CONS_SOLE) != 0); /* only `one` waits once */
+            assert_int_equal(b.pend_target[task], call == 1 ? 1 : 2);
+            if (e & EVT_CONS_SOLE) sole++; else other++;
+        }
+        assert_int_equal(sole, n);      /* one(i) on A[i] */
+        assert_int_equal(other, 2 * n); /* two(i) on A[i] and B[n - 1 - i] */
+        evt_bound_free(&b);
+        evt_diag_free(&d);
+    }
+    evt_plan_free(p);
+    evt_graph_free(g);
+    evt_module *m = h_build(prog);
+    for (int n = 1; n <= 8; n++) {
+        char set[16];
+        snprintf(set, sizeof set, "n=%d", n);
+        const char *sets[] = {set};
+        for (int v = 0; v < 3; v++) {
+            evt_run_opts o = {.sched = v == 2 ? EVT_SCHED_HYBRID : EVT_SCHED_DYNAMIC, .workers = 3, .early_push = v == 1,
+                              .chaos = (uint32_t)(n * 3 + v), .chaos_max_ns = 2000, .timeout_s = 30};
+            char *msg;
+            if (h_run_check(m, 1, sets, &o, (uint64_t)n, &msg)) fail_msg("n=%d variant %d: %s", n, v, msg);
+            free(msg);
+        }
+    }
+    evt_module_free(m);
+}
+
 /* The task records of a static schedule hold, per queue entry, exactly the
  * task's coordinate, id and counter lists at the bound shape; a task with
  * more waits than fit falls back to device-side maps; the entries of a
@@ -477,6 +532,7 @@ int main(void)
         cmocka_unit_test(unfused_graph),
         cmocka_unit_test(kernel_by_kernel),
         cmocka_unit_test(hybrid_split),
+        cmocka_unit_test(consumer_lists_flag_sole_waits),
         cmocka_unit_test(task_records),
         cmocka_unit_test(trace_late_us),
         cmocka_unit_test(artifacts),

@@ -28,7 +28,7 @@
 #define EVT_MAX_CALLS 4095
 
 /* Bumped whenever evt_ctx or the generated-code contract changes. */
-#define EVT_ABI_VERSION 15
+#define EVT_ABI_VERSION 16
 
 /* Task records: what a static queue entry's task needs before its tile,
  * resolved on the host at bind time for the bound shape, so that the
@@ -129,6 +129,10 @@ typedef struct evt_error {
  * fence is needed (bench/RESULTS.md, session 62). Task ids and the capacity
  * fit: binding a shape refuses more than 2^30 tasks (src/pass/shape.c). */
 #define EVT_RING_EXIT (-1)
+/* A consumer-list entry's flag: the element is the task's only wait
+ * occurrence (pending target 1), so its one credit pushes it without the
+ * pending count's round trip (evt_credit_cons). Task ids are below 2^30. */
+#define EVT_CONS_SOLE (1 << 30)
 typedef int64_t evt_ring_slot;
 #define EVT_RING_SLOT(seq, task) ((int64_t)(((uint64_t)(uint32_t)(seq) << 32) | (uint32_t)(task)))
 #define EVT_RING_SEQ(slot) ((uint32_t)((uint64_t)(slot) >> 32))
@@ -177,7 +181,7 @@ typedef struct evt_ctx {
     uint32_t tables_off;         /*   dynamic shared memory at this byte offset and points the fields above at them */
     /* dynamic schedule */
     const int64_t *cons_off;     /* [ncounters+1] */
-    const int32_t *cons;         /* consumer task ids (affine waits) */
+    const int32_t *cons;         /* consumer task ids (affine waits), | EVT_CONS_SOLE for a task's only wait */
     const int32_t *pend_target;  /* [ntasks] */
     const int32_t *seeds; int64_t nseeds;
     evt_ring *ring;

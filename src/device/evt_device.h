@@ -444,6 +444,20 @@ EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
     (void)W;
 }
 
+/* The same for a consumer-list entry: a task whose only wait this is
+ * (EVT_CONS_SOLE, bind time) is pushed at once; an element completes once
+ * a launch, so it is credited once (early push credits a static element at
+ * dispatch instead of at completion, never both). */
+EVT_PROTO void evt_credit_cons(const evt_ctx *C, evt_worker *W, int32_t entry)
+{
+    if (entry & EVT_CONS_SOLE) {
+        evt_red_relaxed(C->outstanding, 1);
+        evt_push(C, entry & ~EVT_CONS_SOLE);
+    } else {
+        evt_credit(C, W, entry);
+    }
+}
+
 /* Leader only, after evt_notify_fence(). Adds `delta` to a counter; if that completes it (dynamic mode),
  * credits its consumers found through the bind-time consumer lists. Returns 1
  * when this add completed the element (callers then credit trigger ranges). */
@@ -464,7 +478,7 @@ EVT_PROTO int evt_signal(const evt_ctx *C, evt_worker *W, int64_t elem, int32_t 
         if (C->cons_off[elem + 1] - C->cons_off[elem] > 4 && W->nfan < 8) W->fan[W->nfan++] = elem;
         else
             for (int64_t k = C->cons_off[elem]; k < C->cons_off[elem + 1]; k++)
-                evt_credit(C, W, C->cons[k]);
+                evt_credit_cons(C, W, C->cons[k]);
     }
     return 1;
 }
@@ -482,7 +496,7 @@ EVT_DEV void evt_fan_out(const evt_ctx *C, evt_worker *W)
     if (!W->nfan) return;
     for (int f = 0; f < W->nfan; f++) {
         int64_t lo = C->cons_off[W->fan[f]], n = C->cons_off[W->fan[f] + 1] - lo;
-        for (int64_t k = EVT_TID; k < n; k += EVT_NTHREADS) evt_credit(C, W, C->cons[lo + k]);
+        for (int64_t k = EVT_TID; k < n; k += EVT_NTHREADS) evt_credit_cons(C, W, C->cons[lo + k]);
     }
     EVT_SYNC();
     if (EVT_LEADER) W->nfan = 0;
@@ -497,7 +511,7 @@ EVT_PROTO void evt_early_signal(const evt_ctx *C, evt_worker *W, int64_t elem)
 {
     if (evt_add_acq_rel(&C->hist[elem], 1) + 1 != C->target[elem]) return;
     for (int64_t k = C->cons_off[elem]; k < C->cons_off[elem + 1]; k++)
-        evt_credit(C, W, C->cons[k]);
+        evt_credit_cons(C, W, C->cons[k]);
 }
 
 /* Bounds check of a computed event index; raises BAD_INDEX on failure. */

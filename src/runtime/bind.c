@@ -137,6 +137,10 @@ static evt_status bind_dynamic(const evt_plan *p, const uint8_t *dyn, evt_bound 
         }
     }
     free(f.fill);
+    /* a consumer with one wait occurrence is pushed by its one credit, with
+       no pending count (EVT_CONS_SOLE) */
+    for (int64_t k = 0; k < b->cons_off[s->ncounters]; k++)
+        if (b->pend_target[b->cons[k]] == 1) b->cons[k] |= EVT_CONS_SOLE;
     b->nseeds = 0;
     for (int64_t t = 0; t < s->ntasks; t++)
         if (b->pend_target[t] == 0) b->seeds[b->nseeds++] = (int32_t)t;
