@@ -289,7 +289,8 @@ static void hybrid_split(void **state)
 /* The dynamic schedule's consumer lists flag the consumers whose only wait
  * is the element (EVT_CONS_SOLE: pushed by their one credit without a
  * pending count) and no other, and runs with the flag agree with the
- * reference under the dynamic schedule, with early push and in hybrid. */
+ * reference under the dynamic schedule, with early push, and in hybrid
+ * (where `one`, the `policy dynamic` call, is pushed by static producers). */
 static void consumer_lists_flag_sole_waits(void **state)
 {
     (void)state;
@@ -298,7 +299,7 @@ static void consumer_lists_flag_sole_waits(void **state)
         "tensor M : i32[n] output = zeros\ntensor M2 : i32[n] output = zeros\ntensor M3 : i32[n] output = zeros\n"
         "event A[n]\nevent B[n]\n"
         "call a = mark(M) over (i) in [n] {\n    notify A[i]\n    notify B[i]\n}\n"
-        "call one = mark(M2) over (i) in [n] {\n    wait A[i]\n}\n"
+        "call one = mark(M2) over (i) in [n] policy dynamic {\n    wait A[i]\n}\n"
         "call two = mark(M3) over (i) in [n] {\n    wait A[i]\n    wait B[n - 1 - i]\n}\n";
     evt_graph *g;
     evt_compile_opts co = {.no_fuse = 1};

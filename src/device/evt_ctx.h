@@ -129,10 +129,6 @@ typedef struct evt_error {
  * fence is needed (bench/RESULTS.md, session 62). Task ids and the capacity
  * fit: binding a shape refuses more than 2^30 tasks (src/pass/shape.c). */
 #define EVT_RING_EXIT (-1)
-/* A consumer-list entry's flag: the element is the task's only wait
- * occurrence (pending target 1), so its one credit pushes it without the
- * pending count's round trip (evt_credit_cons). Task ids are below 2^30. */
-#define EVT_CONS_SOLE (1 << 30)
 typedef int64_t evt_ring_slot;
 #define EVT_RING_SLOT(seq, task) ((int64_t)(((uint64_t)(uint32_t)(seq) << 32) | (uint32_t)(task)))
 #define EVT_RING_SEQ(slot) ((uint32_t)((uint64_t)(slot) >> 32))
@@ -145,6 +141,11 @@ typedef struct evt_ring {
     int64_t mask;                /* capacity - 1 (power of two) */
     evt_ring_slot *slots;
 } evt_ring;
+
+/* A consumer-list entry's flag: the element is the task's only wait
+ * occurrence (pending target 1), so its one credit pushes it without the
+ * pending count's round trip (evt_credit_cons). Task ids are below 2^30. */
+#define EVT_CONS_SOLE (1 << 30)
 
 typedef struct evt_ctx {
     /* bound shape */
