@@ -286,6 +286,16 @@ static void hybrid_split(void **state)
     evt_module_free(m);
 }
 
+/* Binds a one-symbol plan at n with 3 workers, round-robin queues. */
+static void bind_at(const evt_plan *p, int64_t n, evt_sched_kind sched, evt_bound *b)
+{
+    int64_t sym[1] = {n};
+    evt_diag d;
+    evt_diag_init(&d, "t");
+    assert_int_equal(evt_bind(p, sym, sched, 3, EVT_QUEUE_RR, 0, b, &d), EVT_OK);
+    evt_diag_free(&d);
+}
+
 /* The dynamic schedule's consumer lists flag the consumers whose only wait
  * is the element (EVT_CONS_SOLE: pushed by their one credit without a
  * pending count) and no other, and runs with the flag agree with the
@@ -305,11 +315,8 @@ static void consumer_lists_flag_sole_waits(void **state)
     evt_compile_opts co = {.no_fuse = 1};
     evt_plan *p = compile_text(prog, &g, &co);
     for (int64_t n = 1; n <= 8; n++) {
-        int64_t sym[1] = {n};
         evt_bound b;
-        evt_diag d;
-        evt_diag_init(&d, "t");
-        assert_int_equal(evt_bind(p, sym, EVT_SCHED_DYNAMIC, 3, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
+        bind_at(p, n, EVT_SCHED_DYNAMIC, &b);
         int64_t sole = 0, other = 0;
         for (int64_t k = 0; k < b.cons_off[b.s.ncounters]; k++) {
             int32_t e = b.cons[k], task = e & ~EVT_CONS_SOLE;
@@ -322,7 +329,6 @@ static void consumer_lists_flag_sole_waits(void **state)
         assert_int_equal(sole, n);      /* one(i) on A[i] */
         assert_int_equal(other, 2 * n); /* two(i) on A[i] and B[n - 1 - i] */
         evt_bound_free(&b);
-        evt_diag_free(&d);
     }
     evt_plan_free(p);
     evt_graph_free(g);
@@ -363,11 +369,8 @@ static void task_records(void **state)
     evt_compile_opts co = {.no_fuse = 1};
     evt_plan *p = compile_text(prog, &g, &co);
     for (int64_t n = 1; n <= 8; n++) {
-        int64_t sym[1] = {n};
         evt_bound b;
-        evt_diag d;
-        evt_diag_init(&d, "t");
-        assert_int_equal(evt_bind(p, sym, EVT_SCHED_STATIC, 3, EVT_QUEUE_RR, 0, &b, &d), EVT_OK);
+        bind_at(p, n, EVT_SCHED_STATIC, &b);
         assert_non_null(b.rec);
         int64_t nent = b.q.q_off[b.q.nworkers], ran = 0, bucket = n <= 2 ? 2 : n <= 4 ? 4 : 8;
         assert_int_equal(nent, bucket * 4 + 2 * bucket);
@@ -415,7 +418,7 @@ static void task_records(void **state)
         evt_bound_free(&b);
         /* dynamic: every task's record by global id, the same contents */
         evt_bound q;
-        assert_int_equal(evt_bind(p, sym, EVT_SCHED_DYNAMIC, 3, EVT_QUEUE_RR, 0, &q, &d), EVT_OK);
+        bind_at(p, n, EVT_SCHED_DYNAMIC, &q);
         assert_non_null(q.trec);
         for (int64_t t = 0; t < q.s.ntasks; t++) {
             const evt_task_rec *r = &q.trec[t];
@@ -428,7 +431,6 @@ static void task_records(void **state)
             if (c == 2) assert_int_equal(r->nwait, 1 + 2 * n > EVT_REC_ELEMS ? -1 : 1 + 2 * n);
         }
         evt_bound_free(&q);
-        evt_diag_free(&d);
     }
     evt_plan_free(p);
     evt_graph_free(g);

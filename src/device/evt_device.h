@@ -60,10 +60,9 @@ EVT_DEV void evt_acquire_fence(void) { __threadfence(); }
 EVT_DEV void evt_notify_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device); }
 EVT_DEV void evt_acquire_fence(void) { cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device); }
 #endif
-EVT_DEV void evt_red_notify(int32_t *p, int32_t v)
-{ asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
 EVT_DEV void evt_red_relaxed(int32_t *p, int32_t v)
 { asm volatile("red.relaxed.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory"); }
+EVT_DEV void evt_red_notify(int32_t *p, int32_t v) { evt_red_relaxed(p, v); } /* after evt_notify_fence */
 EVT_DEV int32_t evt_add_notify(int32_t *p, int32_t v) { return evt_aref32(*p).fetch_add(v, cuda::memory_order_relaxed); }
 #ifdef EVT_POLL_RELAXED
 /* ablation: relaxed polls and one acquire fence after a task's last wait:
@@ -427,20 +426,23 @@ EVT_PROTO void evt_flush_completions(const evt_ctx *C, evt_worker *W)
         evt_add_acq_rel(C->terminated, 1);
 }
 
-/* Dynamic mode: one wait element of `task` is complete; push it when all are.
- * `outstanding` is raised by a relaxed add whose result nobody reads (a
- * fire-and-forget reduction on the GPU, not a round trip): the completion
- * this credit comes from is reported later by the same worker (evt_pop's
- * flush, after its block barrier on the GPU), so that report follows the add
- * in `outstanding`'s order and the goal cannot be reached while the pushed
- * task is pending (bench/RESULTS.md, session 62). */
+/* Pushes a task that a credit made ready, raising `outstanding` first by a
+ * relaxed add whose result nobody reads (a fire-and-forget reduction on the
+ * GPU, not a round trip): the completion this credit comes from is reported
+ * later by the same worker (evt_pop's flush, after its block barrier on the
+ * GPU), so that report follows the add in `outstanding`'s order and the goal
+ * cannot be reached while the pushed task is pending (bench/RESULTS.md,
+ * session 62). */
+EVT_DEV void evt_push_counted(const evt_ctx *C, int64_t task)
+{
+    evt_red_relaxed(C->outstanding, 1);
+    evt_push(C, task);
+}
+
+/* Dynamic mode: one wait element of `task` is complete; push it when all are. */
 EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
 {
-    int32_t done = evt_add_acq_rel(&C->pending[task], 1) + 1;
-    if (done == C->pend_target[task]) {
-        evt_red_relaxed(C->outstanding, 1);
-        evt_push(C, task);
-    }
+    if (evt_add_acq_rel(&C->pending[task], 1) + 1 == C->pend_target[task]) evt_push_counted(C, task);
     (void)W;
 }
 
@@ -450,12 +452,8 @@ EVT_PROTO void evt_credit(const evt_ctx *C, evt_worker *W, int64_t task)
  * dispatch instead of at completion, never both). */
 EVT_PROTO void evt_credit_cons(const evt_ctx *C, evt_worker *W, int32_t entry)
 {
-    if (entry & EVT_CONS_SOLE) {
-        evt_red_relaxed(C->outstanding, 1);
-        evt_push(C, entry & ~EVT_CONS_SOLE);
-    } else {
-        evt_credit(C, W, entry);
-    }
+    if (entry & EVT_CONS_SOLE) evt_push_counted(C, entry & ~EVT_CONS_SOLE);
+    else evt_credit(C, W, entry);
 }
 
 /* Leader only, after evt_notify_fence(). Adds `delta` to a counter; if that completes it (dynamic mode),
