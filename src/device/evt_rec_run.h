@@ -22,6 +22,38 @@
 #ifndef EVT_REC_RUN_H
 #define EVT_REC_RUN_H
 
+#ifndef EVT_REC_ARGS_WARP
+#define EVT_REC_ARGS_WARP 1 /* 0: the leader copies the tensors and integer arguments alone (the ablation) */
+#endif
+#if defined(__CUDACC__) && EVT_REC_ARGS_WARP
+/* The argument build's copies, by the 32 lanes of warp 0 at once: the
+ * call's tensor references (48 bytes each, in 8-byte pieces) from the
+ * launch's table, its integer arguments, the task's coordinate and the
+ * grid. The leader alone did them one after another, ~40 instructions a
+ * tensor on one thread, each waiting on its shared-memory load: an empty
+ * static task spent ~45% of its 2.1 us in that build (bench/RESULTS.md
+ * session 62), and a task whose inputs are ready when its worker takes it
+ * starts only after it. */
+EVT_DEV void evt_rec_args_warp(const evt_ctx *C, evt_task_args *A, int call, const evt_rec_call *D, const evt_task_rec *R)
+{
+    const int lane = (int)(threadIdx.x & 31), nt = D->nt, ni = D->ni, rank = D->rank;
+    /* 8-byte pieces: A->t sits 8 bytes past a 16-byte boundary */
+    constexpr int P = (int)(sizeof(evt_tensor_ref) / 8);
+    static_assert(sizeof(evt_tensor_ref) % 8 == 0 && offsetof(evt_task_args, t) % 8 == 0, "tensor refs are copied in 8-byte pieces");
+    const bool in_smem = __isShared(C->tensors); /* the launch table's copy (not with EVT_CTX_IN_GLOBAL) */
+    for (int j = lane; j < nt * P; j += 32) {
+        const int k = j / P, piece = j - k * P;
+        const unsigned long long *src = (const unsigned long long *)&C->tensors[D->tensor[k]] + piece;
+        ((unsigned long long *)&A->t[k])[piece] = in_smem ? *src : __ldg(src);
+    }
+    if (lane < ni) A->iarg[lane] = D->sym_mask >> lane & 1 ? C->sym[D->iarg[lane]] : D->iarg[lane];
+    if (lane < 4) {
+        A->coord[lane] = lane < rank ? R->coord[lane] : 0;
+        A->grid[lane] = C->ext[call * 4 + lane];
+    }
+}
+#endif
+
 EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const evt_task_rec *R)
 {
     const evt_rec_call *D = &evt_rec_calls[call];
@@ -32,13 +64,19 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
     if (EVT_LEADER) {
         evt_trace_taken(C, task);
         tgt0 = evt_rec_target0(C, R);
+    }
+#if defined(__CUDACC__) && EVT_REC_ARGS_WARP
+    if (threadIdx.x < 32) evt_rec_args_warp(C, &W->args, call, D, R); /* the block barrier below publishes them */
+#endif
+    if (EVT_LEADER) {
         W->task = task;
         W->skip = 0;
         evt_task_args *A = &W->args;
-        const int64_t *X = C->ext + call * 4;
         const int rank = D->rank, nt = D->nt, ni = D->ni;
         A->ncoord = rank;
         A->worker = W->id;
+#if !defined(__CUDACC__) || !EVT_REC_ARGS_WARP
+        const int64_t *X = C->ext + call * 4;
         for (int k = 0; k < 4; k++) {
             A->coord[k] = k < rank ? R->coord[k] : 0;
             A->grid[k] = X[k];
@@ -48,6 +86,7 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
 #endif
         for (int k = 0; k < nt; k++) A->t[k] = evt_ld_tensor(&C->tensors[D->tensor[k]]);
         for (int k = 0; k < ni; k++) A->iarg[k] = D->sym_mask >> k & 1 ? C->sym[D->iarg[k]] : D->iarg[k];
+#endif
         A->ntensors = nt;
         A->nints = ni;
         A->stream = 0;
