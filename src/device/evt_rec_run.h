@@ -125,8 +125,11 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
     evt_trace_start(C, W, task);
 #endif
     evt_rec_tile(C, D->tile, &W->args);
+    /* its own waits stopped (launch aborted): read before the barrier, after which the next task's leader resets
+       W->skip (a read after it raced with that write: compute-sanitizer racecheck, bench/RESULTS.md session 63) */
+    const int stopped = (flags & EVT_RECF_BESIDE) && W->skip;
     EVT_SYNC();
-    if ((flags & EVT_RECF_BESIDE) && W->skip) return; /* its own waits stopped (launch aborted) */
+    if (stopped) return;
     evt_trace_end(C, task); /* before notifies: consumers start after it */
     if (((flags & EVT_RECF_NOTIFIES) ? EVT_REC_NOTIFIER(C) : EVT_LEADER) && C->mode != EVT_MODE_KBK) {
         evt_chaos(C, W); /* chaos: delay before notifies */

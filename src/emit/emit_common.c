@@ -414,8 +414,10 @@ static void emit_call_body(evt_printer *o, const evt_plan *p, const evt_call *c,
         tile_name(name, sizeof name, p, c);
         evt_pr(o, "    %s(&W->args);\n", name);
     }
+    /* (read before the barrier: after it the next task's leader resets W->skip) */
+    if (beside) evt_pr(o, "    const int stopped = W->skip; /* its own waits stopped (launch aborted) */\n");
     evt_pr(o, "    EVT_SYNC();\n");
-    if (beside) evt_pr(o, "    if (W->skip) return; /* its own waits stopped (launch aborted) */\n");
+    if (beside) evt_pr(o, "    if (stopped) return;\n");
     evt_pr(o, "    evt_trace_end(C, task); /* before notifies: consumers start after it */\n");
     if (cp->narm) {
         evt_pr(o, "    /* the last task of this call arms the events whose counts depend on its outputs */\n");
