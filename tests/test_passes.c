@@ -286,6 +286,18 @@ static void hybrid_split(void **state)
     evt_module_free(m);
 }
 
+/* Runs a one-symbol module at n = `n` and checks it against the reference;
+   a failure names n and the variant (`what` then v). */
+static void run_check_at(evt_module *m, int n, const evt_run_opts *o, const char *what, int v)
+{
+    char set[16];
+    snprintf(set, sizeof set, "n=%d", n);
+    const char *sets[] = {set};
+    char *msg = NULL;
+    if (h_run_check(m, 1, sets, o, (uint64_t)n, &msg)) fail_msg("n=%d %s%d: %s", n, what, v, msg);
+    free(msg);
+}
+
 /* Binds a one-symbol plan at n with 3 workers, round-robin queues. */
 static void bind_at(const evt_plan *p, int64_t n, evt_sched_kind sched, evt_bound *b)
 {
@@ -333,18 +345,12 @@ static void consumer_lists_flag_sole_waits(void **state)
     evt_plan_free(p);
     evt_graph_free(g);
     evt_module *m = h_build(prog);
-    for (int n = 1; n <= 8; n++) {
-        char set[16];
-        snprintf(set, sizeof set, "n=%d", n);
-        const char *sets[] = {set};
+    for (int n = 1; n <= 8; n++)
         for (int v = 0; v < 3; v++) {
             evt_run_opts o = {.sched = v == 2 ? EVT_SCHED_HYBRID : EVT_SCHED_DYNAMIC, .workers = 3, .early_push = v == 1,
                               .chaos = (uint32_t)(n * 3 + v), .chaos_max_ns = 2000, .timeout_s = 30};
-            char *msg;
-            if (h_run_check(m, 1, sets, &o, (uint64_t)n, &msg)) fail_msg("n=%d variant %d: %s", n, v, msg);
-            free(msg);
+            run_check_at(m, n, &o, "variant ", v);
         }
-    }
     evt_module_free(m);
 }
 
@@ -437,14 +443,9 @@ static void task_records(void **state)
     evt_module *m = h_build(prog);
     for (int n = 1; n <= 8; n++)
         for (int computed = 0; computed < 4; computed++) {
-            char set[16];
-            snprintf(set, sizeof set, "n=%d", n);
-            const char *sets[] = {set};
             evt_run_opts o = {.sched = computed < 2 ? EVT_SCHED_STATIC : EVT_SCHED_DYNAMIC, .workers = 3,
                               .computed_dispatch = computed & 1, .chaos = (uint32_t)(n + 1)};
-            char *msg = NULL;
-            if (h_run_check(m, 1, sets, &o, (uint64_t)n, &msg)) fail_msg("n=%d computed=%d: %s", n, computed, msg);
-            free(msg);
+            run_check_at(m, n, &o, "computed=", computed);
         }
     evt_module_free(m);
 }

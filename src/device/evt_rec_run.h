@@ -26,6 +26,11 @@
 #define EVT_REC_ARGS_WARP 1 /* 0: the leader copies the tensors and integer arguments alone (the ablation) */
 #endif
 #if defined(__CUDACC__) && EVT_REC_ARGS_WARP
+#define EVT_REC_BY_WARP 1 /* the GPU's warp-0 build below; else the leader's loop in evt_run_rec (and the CPU's) */
+#else
+#define EVT_REC_BY_WARP 0
+#endif
+#if EVT_REC_BY_WARP
 /* The argument build's copies, by the 32 lanes of warp 0 at once: the
  * call's tensor references (48 bytes each, in 8-byte pieces) from the
  * launch's table, its integer arguments, the task's coordinate and the
@@ -65,7 +70,7 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
         evt_trace_taken(C, task);
         tgt0 = evt_rec_target0(C, R);
     }
-#if defined(__CUDACC__) && EVT_REC_ARGS_WARP
+#if EVT_REC_BY_WARP
     if (threadIdx.x < 32) evt_rec_args_warp(C, &W->args, call, D, R); /* the block barrier below publishes them */
 #endif
     if (EVT_LEADER) {
@@ -75,7 +80,7 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
         const int rank = D->rank, nt = D->nt, ni = D->ni;
         A->ncoord = rank;
         A->worker = W->id;
-#if !defined(__CUDACC__) || !EVT_REC_ARGS_WARP
+#if !EVT_REC_BY_WARP
         const int64_t *X = C->ext + call * 4;
         for (int k = 0; k < 4; k++) {
             A->coord[k] = k < rank ? R->coord[k] : 0;

@@ -336,6 +336,11 @@ int64_t evt_ring_capacity(const evt_bound *b)
     return cap;
 }
 
+void evt_ring_slots_init(evt_ring_slot *slots, int64_t cap)
+{
+    for (int64_t i = 0; i < cap; i++) slots[i] = EVT_RING_SLOT(i, -1);
+}
+
 void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *counters, char *buf, size_t n)
 {
     const evt_shape *s = &b->s;

@@ -75,6 +75,9 @@ void evt_ctx_apply_run_opts(evt_ctx *C, const evt_run_opts *o);
 void evt_ctx_place_state(evt_ctx *C, int32_t *state, const evt_bound *b);
 /* Ring slots a launch needs: a power of two >= tasks + workers + 1. */
 int64_t evt_ring_capacity(const evt_bound *b);
+/* A ring's slots before their first lap: slot i waits for position i's task
+   (sequence i, no task; the slot word of evt_ctx.h). Both runtimes. */
+void evt_ring_slots_init(evt_ring_slot *slots, int64_t cap);
 
 /* Message for a kernel-reported error ("watchdog: task final(2) ..."). */
 void evt_describe_error(const evt_bound *b, const evt_error *e, const int32_t *counters, char *buf, size_t n);

@@ -109,7 +109,7 @@ static void ring_init(evt_ring *r, evt_ring_slot *slots, int64_t cap)
     r->enq = r->deq = 0;
     r->mask = cap - 1;
     r->slots = slots;
-    for (int64_t i = 0; i < cap; i++) slots[i] = EVT_RING_SLOT(i, -1);
+    evt_ring_slots_init(slots, cap);
 }
 
 static evt_status ensure_rt(evt_module *m, const evt_bound *b, evt_diag *d)

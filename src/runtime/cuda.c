@@ -289,7 +289,7 @@ static evt_status ring_reset(cuda_rt *rt, evt_diag *d)
     h.slots = (evt_ring_slot *)(uintptr_t)rt->ring_slots.p;
     evt_ring_slot *s = malloc(rt->ring_cap * sizeof *s);
     if (!s) return EVT_ERR_NOMEM;
-    for (int64_t i = 0; i < rt->ring_cap; i++) s[i] = EVT_RING_SLOT(i, -1);
+    evt_ring_slots_init(s, rt->ring_cap);
     CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->ring_slots.p, s, rt->ring_cap * sizeof *s);
     free(s);
     if (r) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading the ring", evt_cu_name(r));
