@@ -1,6 +1,7 @@
 /* test_cli.c — the command-line contract (scripts depend on it): exit codes,
  * the "check: ok" line, one-line errors for bad values, dump round-trips of
- * every example, the schedule verdict, compile + run of an artifact. */
+ * every example, the schedule verdict, compile + run of an artifact, the
+ * trace tools' reading of a decode trace. */
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,50 @@ static void c_api_example(void **state)
     assert_non_null(strstr(out, "check: ok"));
 }
 
+/* Tasks of call l<k>_<name> in a trace, summed over k >= k0 */
+static int trace_tasks(const char *trace, const char *name, int k0)
+{
+    int n = 0;
+    for (int k = k0; k < 64; k++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "\"cat\": \"l%d_%s\"", k, name);
+        for (const char *p = strstr(trace, tag); p; p = strstr(p + 1, tag)) n++;
+    }
+    return n;
+}
+
+/* bench/trace_handoffs.awk on a CPU decode trace: a row per chained call of
+ * the layers, every consumer task counted once, as waiting (taken before its
+ * producer's last notify) or after (taken later). The first layer's QKV has
+ * no producer in the chain (the calls before it are not a layer's). */
+static void trace_handoffs(void **state)
+{
+    (void)state;
+    char cmd[512], path[64];
+    snprintf(path, sizeof path, "/tmp/evt-trace-%d.json", (int)getpid());
+    snprintf(cmd, sizeof cmd, "build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 8 --steps 1 --backend cpu --trace %s", path);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    char *trace = h_read_file(path);
+    snprintf(cmd, sizeof cmd, "awk -F'\"' -f bench/trace_handoffs.awk %s", path);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    const char *calls[] = {"qkvproj", "at", "oproj", "up", "dn"};
+    for (int c = 0; c < 5; c++) {
+        char key[32];
+        snprintf(key, sizeof key, "\n%s ", calls[c]);
+        const char *row = strstr(out, key);
+        if (!row) fail_msg("no row for %s in:\n%s", calls[c], out);
+        int layers = 0, waiting = 0, after = 0;
+        double med, p90, max, amed;
+        char name[32];
+        if (sscanf(row + 1, "%31s %d %d %lf %lf %lf %d %lf", name, &layers, &waiting, &med, &p90, &max, &after, &amed) != 8)
+            fail_msg("unreadable row for %s in:\n%s", calls[c], out);
+        int want = trace_tasks(trace, calls[c], c == 0 ? 1 : 0);
+        if (waiting + after != want || want == 0) fail_msg("%s: %d waiting + %d after, %d tasks in the trace\n%s", calls[c], waiting, after, want, out);
+    }
+    free(trace);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +221,7 @@ int main(void)
         cmocka_unit_test(schedule_verdicts),
         cmocka_unit_test(compile_then_run),
         cmocka_unit_test(c_api_example),
+        cmocka_unit_test(trace_handoffs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
