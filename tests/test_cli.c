@@ -201,9 +201,9 @@ static void trace_handoffs(void **state)
         const char *row = strstr(out, key);
         if (!row) fail_msg("no row for %s in:\n%s", calls[c], out);
         int layers = 0, waiting = 0, after = 0;
-        double med, p90, max, amed;
         char name[32];
-        if (sscanf(row + 1, "%31s %d %d %lf %lf %lf %d %lf", name, &layers, &waiting, &med, &p90, &max, &after, &amed) != 8)
+        /* (the detection's quantiles are "-" where no task waited) */
+        if (sscanf(row + 1, "%31s %d %d %*s %*s %*s %d", name, &layers, &waiting, &after) != 4 || layers < 1)
             fail_msg("unreadable row for %s in:\n%s", calls[c], out);
         int want = trace_tasks(trace, calls[c], c == 0 ? 1 : 0);
         if (waiting + after != want || want == 0) fail_msg("%s: %d waiting + %d after, %d tasks in the trace\n%s", calls[c], waiting, after, want, out);
