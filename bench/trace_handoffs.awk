@@ -28,16 +28,14 @@ function shellsort(A, n,    gap, i, j, t) { # (not recursive: mawk's evaluation 
       A[j] = t
     }
 }
-# the p-quantile of the n values V[key, 1..n] (copied, sorted)
-function quant(V, key, n, p,    S, i) {
-  if (n < 1) return -1
+# S[1..n] = the n values V[key, 1..n], sorted (once per column, its quantiles read from it)
+function sorted(V, key, n,    i) {
   for (i = 1; i <= n; i++) S[i] = V[key, i]
   shellsort(S, n)
-  i = int(p * (n - 1)) + 1
-  return S[i]
+  return n
 }
-# the same, printed with two decimals; "-" for no values
-function fmt(V, key, n, p) { return n < 1 ? "-" : sprintf("%.2f", quant(V, key, n, p)) }
+# the p-quantile of S[1..n] with two decimals; "-" for no values
+function q(n, p) { return n < 1 ? "-" : sprintf("%.2f", S[int(p * (n - 1)) + 1]) }
 /"ph": "X"/ {
   c = $8
   if (c !~ /^l[0-9]+_/) next
@@ -84,8 +82,11 @@ END {
   printf "%-12s %6s %8s %8s %8s %8s %7s %8s %8s %8s %8s\n", "call", "layers", "waiting", "det_med", "det_p90", "det_max", "after", "aft_med", "end", "notify", "gap"
   for (i = 1; i <= nk; i++) {
     e = kinds[i]
-    printf "%-12s %6d %8d %8s %8s %8s %7d %8s %8.2f %8s %8s\n", e, layers[e], nd[e] + 0, fmt(DET, e, nd[e], 0.5),
-           fmt(DET, e, nd[e], 0.9), fmt(DET, e, nd[e], 1), na[e] + 0, fmt(AFT, e, na[e], 0.5), endsum[e] / layers[e],
-           fmt(NT, e, nn[e], 0.5), fmt(GAP, e, ng[e], 0.5)
+    m = sorted(DET, e, nd[e] + 0); dmed = q(m, 0.5); d90 = q(m, 0.9); dmax = q(m, 1)
+    m = sorted(AFT, e, na[e] + 0); amed = q(m, 0.5)
+    m = sorted(NT, e, nn[e] + 0); nmed = q(m, 0.5)
+    m = sorted(GAP, e, ng[e] + 0); gmed = q(m, 0.5)
+    printf "%-12s %6d %8d %8s %8s %8s %7d %8s %8.2f %8s %8s\n", e, layers[e], nd[e] + 0, dmed, d90, dmax, na[e] + 0, amed,
+           endsum[e] / layers[e], nmed, gmed
   }
 }
