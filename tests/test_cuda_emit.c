@@ -295,6 +295,44 @@ static void cuda_defines_in_source(void **state)
     }
 }
 
+/* The dispatch warpgroup (EVT_DISPATCH_WG, src/device/evt_dispatch_wg.h):
+ * every kernel's entries carry it behind the define, the persistent one
+ * with the dispatch warp's loop and the kernel-by-kernel one without; the
+ * registers the third warpgroup releases (168 - 24 a thread) are exactly
+ * what the tiles' two take (240 - 168 each: a CTA's pool holds no more);
+ * the tiny Qwen3 kernel compiles with it; a program whose tiles do not have
+ * 256 threads is refused by nvcc with the reason. */
+static void dispatch_warpgroup_option(void **state)
+{
+    (void)state;
+    char *plain = tiny_qwen3_cuda((evt_compile_opts){0});
+    assert_int_equal(count(plain, "#if EVT_DISPATCH_WG\n    if (threadIdx.x >= EVT_BLOCK_THREADS) {"), 2);
+    assert_int_equal(count(plain, "setmaxnreg.dec.sync.aligned.u32 24;"), 2);
+    assert_int_equal(count(plain, "setmaxnreg.inc.sync.aligned.u32 240;"), 2);
+    assert_int_equal((168 - 24) * 128, 2 * (240 - 168) * 128);
+    assert_int_equal(count(plain, "evt_ctl_dispatch_static(Cw, (int)blockIdx.x)"), 1);
+    assert_non_null(strstr(plain, "extern \"C\" __device__ unsigned evt_extra_threads = 128;"));
+    free(plain);
+    const char *defs = "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_DISPATCH_WG=2";
+    char *q = tiny_qwen3_cuda((evt_compile_opts){.cuda_defines = defs});
+    tiny_qwen3_compiles(q, (evt_compile_opts){.cuda_defines = defs}, "EVT_DISPATCH_WG=2");
+    free(q);
+    if (!have_nvcc()) return;
+    setenv("EVT_CACHE_DIR", "off", 1);
+    const char *prog = "tensor A : f32[4, 4] input = zeros\ntensor C : f32[4] output\n"
+                       "call f = rowsum_final(A, C, 4) over (i) in [1] {\n}\n";
+    evt_diag d;
+    evt_diag_init(&d, "dwg");
+    evt_graph *g = evt_parse(prog, strlen(prog), &d);
+    assert_non_null(g);
+    evt_compile_opts co = {.cuda_defines = "EVT_DISPATCH_WG=2"};
+    evt_module *m = NULL;
+    assert_int_equal(evt_module_build(g, EVT_BACKEND_CUDA, &co, 0, &m, &d), EVT_ERR_COMPILE);
+    if (!strstr(d.text, "EVT_DISPATCH_WG: the register split assumes tiles of 256 threads")) fail_msg("%s", d.text);
+    evt_diag_free(&d);
+    unsetenv("EVT_CACHE_DIR");
+}
+
 /* Task records and shared-memory launch tables in the generated kernel:
  * every template takes the entry's record; calls whose maps are all known
  * on the host read their waits and notifies from it, calls with a
@@ -400,6 +438,7 @@ int main(void)
         cmocka_unit_test(early_loads_leave_waits_to_the_tile),
         cmocka_unit_test(tile_options_compile),
         cmocka_unit_test(cuda_defines_in_source),
+        cmocka_unit_test(dispatch_warpgroup_option),
         cmocka_unit_test(records_and_tables),
         cmocka_unit_test(the_shared_record_path),
     };

@@ -172,6 +172,10 @@ EVT_DEV evt_tensor_ref evt_ld_tensor(const evt_tensor_ref *p) { return *p; }
  * warp entering at once (generated code sets it from the compile options'
  * cuda_defines: evtc decode turns it on for models of hidden size 4096 or
  * more, evt_decode_waits_in_tile). */
+#if EVT_DISPATCH_WG >= 2 /* the dispatch warp polls: warp 0 issues its early loads with the others (evt_dispatch_wg.h) */
+#undef EVT_WAITS_IN_TILE
+#define EVT_WAITS_IN_TILE 0
+#endif
 #ifndef EVT_WAITS_IN_TILE
 #define EVT_WAITS_IN_TILE 0
 #endif
@@ -583,9 +587,14 @@ EVT_DEV void evt_trace_notified(const evt_ctx *C, int64_t task) { evt_trace_put(
 #define EVT_NOTIFY_BY_LEADER 0
 #endif
 #if defined(__CUDACC__)
+#if EVT_DISPATCH_WG /* the block's last tile warp (the dispatch warpgroup follows the tiles' threads) */
+#define EVT_REC_NOTIFIER(C)                                                                                            \
+    (!EVT_NOTIFY_BY_LEADER && (C)->mode == EVT_MODE_STATIC ? (int)threadIdx.x == EVT_BLOCK_THREADS - 32 : EVT_LEADER)
+#else
 #define EVT_REC_NOTIFIER(C)                                                                                            \
     (!EVT_NOTIFY_BY_LEADER && (C)->mode == EVT_MODE_STATIC && blockDim.x >= 64 ? threadIdx.x == blockDim.x - 32     \
                                                                                  : EVT_LEADER)
+#endif
 #else
 #define EVT_REC_NOTIFIER(C) EVT_LEADER
 #endif
@@ -621,9 +630,26 @@ EVT_DEV void evt_tile_wait_record(evt_worker *W, const evt_ctx *C, int call, con
     W->wtask = task;
 }
 #endif
+#if EVT_DISPATCH_WG >= 2 && defined(__CUDACC__)
+/* The dispatch warp's barriers with the tile threads (src/device/evt_dispatch_wg.h):
+   the tiles' EVT_BLOCK_THREADS and its 32, counted thread by thread (the
+   non-aligned forms: tiles reach GO from different places in their code). */
+static __shared__ int evt_ctl_stop; /* the dispatch warp's waits stopped (launch aborted) */
+EVT_DEV void evt_ctl_bar_sync(int id) { asm volatile("barrier.sync %0, %1;" ::"r"(id), "n"(EVT_BLOCK_THREADS + 32) : "memory"); }
+EVT_DEV void evt_ctl_bar_arrive(int id) { asm volatile("barrier.arrive %0, %1;" ::"r"(id), "n"(EVT_BLOCK_THREADS + 32) : "memory"); }
+/* GO: the task's waits are complete; 1 when they stopped instead */
+EVT_DEV int evt_ctl_go(int id)
+{
+    evt_ctl_bar_sync(id);
+    return evt_ctl_stop;
+}
+#endif
 EVT_DEV int evt_tile_wait(const evt_task_args *a)
 {
     if (!a->wait_in_tile) return 0;
+#if EVT_DISPATCH_WG >= 2 && defined(__CUDACC__)
+    if (a->wait_in_tile > 1) return evt_ctl_go(a->wait_in_tile); /* the dispatch warp ran the waits: its GO barrier */
+#endif
     /* args is the worker's own (the dispatch passes &W->args) */
 #if EVT_WAITS_IN_TILE && defined(__CUDACC__)
     evt_worker *W = (evt_worker *)((const char *)a - offsetof(evt_worker, args));

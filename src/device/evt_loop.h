@@ -102,8 +102,16 @@ EVT_DEV void evt_run_entry(const evt_ctx *C, evt_worker *W, int64_t k, int64_t k
 #define EVT_STREAM_DRAIN() ((void)0)
 #endif
 
+#include "evt_dispatch_wg.h"
+
 EVT_DEV void evt_run_static(const evt_ctx *C, evt_worker *W)
 {
+#if EVT_DISPATCH_WG >= 2 && defined(__CUDACC__)
+    if (evt_ctl_on(C)) { /* the dispatch warp takes the entries (evt_dispatch_wg.h) */
+        evt_ctl_tiles_static(C, W);
+        return;
+    }
+#endif
     /* No barrier between tasks: a dispatch's leader writes the broadcast
        fields only after the previous task's last barrier, which every thread
        passed after reading them. An aborted launch skips its remaining tasks

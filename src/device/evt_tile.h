@@ -24,18 +24,36 @@
    batch 1 -1.4% per token, qwen3-8b -0.9%); its batch-17-64 kernel does
    not (qwen3-8b batch 64 +0.7% with it). Code built without EVT_BLOCK_THREADS
    (bench/tiles/tilebench.cu) reads blockDim either way. */
-#if defined(EVT_TILE_THREADS_CONST) && defined(EVT_BLOCK_THREADS)
+/* EVT_DISPATCH_WG (a cuda_defines option, src/device/evt_dispatch_wg.h): the
+   persistent kernel's block has a third warpgroup past the tiles' threads
+   (EVT_BLOCK_THREADS of them), so the tiles count EVT_BLOCK_THREADS and
+   synchronise with barriers of that count, never the whole block. */
+#ifndef EVT_DISPATCH_WG
+#define EVT_DISPATCH_WG 0
+#endif
+#if EVT_DISPATCH_WG && !defined(EVT_BLOCK_THREADS)
+#error "EVT_DISPATCH_WG needs EVT_BLOCK_THREADS (the runtime defines it)"
+#endif
+#if EVT_DISPATCH_WG
+static_assert(EVT_BLOCK_THREADS == 256, "EVT_DISPATCH_WG: the register split assumes tiles of 256 threads (two warpgroups)");
+#endif
+#if (defined(EVT_TILE_THREADS_CONST) || EVT_DISPATCH_WG) && defined(EVT_BLOCK_THREADS)
 __device__ __forceinline__ int evt_tile_threads(void) { return EVT_BLOCK_THREADS; }
 #else
 __device__ __forceinline__ int evt_tile_threads(void) { return (int)blockDim.x; }
 #endif
 
+#if EVT_DISPATCH_WG
+__device__ __forceinline__ void evt_tile_sync(void) { asm volatile("barrier.sync.aligned 0, %0;" ::"n"(EVT_BLOCK_THREADS) : "memory"); }
+__device__ __forceinline__ void evt_tile_sync_any(void) { asm volatile("barrier.sync 0, %0;" ::"n"(EVT_BLOCK_THREADS) : "memory"); }
+#else
 __device__ __forceinline__ void evt_tile_sync(void) { __syncthreads(); }
 
 /* The same barrier for threads that reach it from different places in the
  * code (evt_tile_wait: inside a GEMV unit in some warps, after it in
  * others): the non-aligned form, which PTX allows there. */
 __device__ __forceinline__ void evt_tile_sync_any(void) { asm volatile("barrier.sync 0;" ::: "memory"); }
+#endif
 
 #endif
 #endif

@@ -14,12 +14,22 @@ int evt_emit_tile_smem(const evt_plan *p)
     return (bytes + 1023) & ~1023;
 }
 
-/* The entry's common parts: stream set-up before the block's first barrier;
-   at the end, a stalled copy is reported. */
-static void emit_entry_begin(evt_printer *out, const char *ctx)
+/* The entry's common parts: stream set-up before the block's first barrier,
+   then (EVT_DISPATCH_WG) the warpgroups' register split; at the end, a
+   stalled copy is reported. */
+static void emit_entry_begin(evt_printer *out, const char *ctx, int persistent)
 {
     evt_pr(out, "#if EVT_STREAM\n    if (threadIdx.x == 0) evt_stream_init(%s);\n#endif\n", ctx);
     evt_pr(out, "    EVT_TILES_WORKER_BEGIN();\n    __syncthreads();\n");
+    /* EVT_DISPATCH_WG (src/device/evt_dispatch_wg.h): the third warpgroup
+       gives its registers to the tiles' two; its first warp dispatches the
+       persistent kernel's static tasks, the others leave */
+    evt_pr(out, "#if EVT_DISPATCH_WG\n    if (threadIdx.x >= EVT_BLOCK_THREADS) {\n");
+    evt_pr(out, "        asm volatile(\"setmaxnreg.dec.sync.aligned.u32 24;\");\n");
+    if (persistent)
+        evt_pr(out, "#if EVT_DISPATCH_WG >= 2\n        if (threadIdx.x < EVT_BLOCK_THREADS + 32 && evt_ctl_on(%s)) "
+                    "evt_ctl_dispatch_static(%s, (int)blockIdx.x);\n#endif\n", ctx, ctx);
+    evt_pr(out, "        return;\n    }\n    asm volatile(\"setmaxnreg.inc.sync.aligned.u32 240;\");\n#endif\n");
 }
 static void emit_entry_end(evt_printer *out, const char *ctx)
 {
@@ -35,7 +45,12 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
        allow (2: two workers per SM, --workers-per-sm 2) */
     /* (not given: the compiler's own register budget, as before; an explicit
        1 changed kernel-by-kernel occupancy: split row sum 261 -> 375 us) */
-    evt_pr(out, "#ifdef EVT_MIN_BLOCKS\n#define EVT_LAUNCH_BOUNDS __launch_bounds__(EVT_BLOCK_THREADS, EVT_MIN_BLOCKS)\n#else\n"
+    /* EVT_DISPATCH_WG: a third warpgroup (evt_extra_threads, which the
+       runtime adds to the block), one block an SM */
+    evt_pr(out, "#if EVT_DISPATCH_WG\n#if EVT_STREAM\n#error \"EVT_DISPATCH_WG: not with the weight stream\"\n#endif\n"
+                "#define EVT_LAUNCH_BOUNDS __launch_bounds__(EVT_BLOCK_THREADS + 128, 1)\n"
+                "extern \"C\" __device__ unsigned evt_extra_threads = 128;\n"
+                "#elif defined(EVT_MIN_BLOCKS)\n#define EVT_LAUNCH_BOUNDS __launch_bounds__(EVT_BLOCK_THREADS, EVT_MIN_BLOCKS)\n#else\n"
                 "#define EVT_LAUNCH_BOUNDS __launch_bounds__(EVT_BLOCK_THREADS)\n#endif\n");
     /* dynamic shared memory per block: the tile headers' need
        (EVT_TILES_DYN_SMEM) or the largest smem_bytes of the program's
@@ -79,13 +94,13 @@ evt_status evt_emit_cuda(const evt_plan *p, evt_printer *out, evt_diag *d)
     evt_pr(out, "            Cs.ext = (const int64_t *)(t + EVT_TABLE_TENSOR_BYTES);\n");
     evt_pr(out, "            Cs.ids = (const int32_t *)(t + EVT_TABLE_TENSOR_BYTES + EVT_TABLE_EXT_BYTES);\n        }\n    }\n");
     evt_pr(out, "#ifdef EVT_CTX_IN_GLOBAL /* ablation */\n    const evt_ctx *Cw = C;\n#else\n    const evt_ctx *Cw = &Cs;\n#endif\n");
-    emit_entry_begin(out, "Cw");
+    emit_entry_begin(out, "Cw", 1);
     evt_pr(out, "    evt_worker_main(Cw, &W, (int)blockIdx.x);\n");
     emit_entry_end(out, "Cw");
     evt_pr(out, "/* Kernel-by-kernel entry: one ordinary launch per call, a block per task. */\n");
     evt_pr(out, "extern \"C\" __global__ void EVT_LAUNCH_BOUNDS evt_call_kernel(const evt_ctx *C, int call)\n{\n");
     evt_pr(out, "    __shared__ evt_worker W;\n    if (EVT_LEADER) { W.id = (int)blockIdx.x; W.task = -1; W.nfan = 0; W.rng = 1; }\n");
-    emit_entry_begin(out, "C");
+    emit_entry_begin(out, "C", 0);
     evt_pr(out, "    evt_run_call(C, &W, call, blockIdx.x, gridDim.x);\n");
     emit_entry_end(out, "C");
     evt_pr(out, "extern \"C\" __global__ void evt_abi_probe(int *out) { *out = %d; }\n", EVT_ABI_VERSION);

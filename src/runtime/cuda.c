@@ -159,11 +159,12 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
     }
     /* what the generated code exports (evt_emit_cuda; an absent one reads 0):
        the dynamic shared memory the tiles need, the calls that stream their
-       weights, the launch tables' bytes, the TMA ring the tiles may fill */
-    unsigned dyn = 0, streams = 0, tables = 0, tma = 0;
-    const char *names[] = {"evt_dyn_smem_bytes", "evt_stream_calls", "evt_table_smem_bytes", "evt_tma_ring_want"};
-    unsigned *vals[] = {&dyn, &streams, &tables, &tma};
-    for (int k = 0; k < 4; k++)
+       weights, the launch tables' bytes, the TMA ring the tiles may fill,
+       the threads a block has past the tiles' (src/device/evt_dispatch_wg.h) */
+    unsigned dyn = 0, streams = 0, tables = 0, tma = 0, extra = 0;
+    const char *names[] = {"evt_dyn_smem_bytes", "evt_stream_calls", "evt_table_smem_bytes", "evt_tma_ring_want", "evt_extra_threads"};
+    unsigned *vals[] = {&dyn, &streams, &tables, &tma, &extra};
+    for (int k = 0; k < 5; k++)
         if ((r = module_u32(mod, names[k], vals[k]))) {
             evt_cuda_g.cu.ModuleUnload(mod);
             return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s reading %s", evt_cu_name(r), names[k]);
@@ -197,6 +198,7 @@ static evt_status cuda_load_now(evt_variant *v, evt_diag *d)
     v->dyn_attr = dyn + tables;
     v->call_attr = dyn;
     v->tma_ring_want = tma;
+    v->extra_threads = extra;
     return EVT_OK;
 }
 
@@ -475,7 +477,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     const evt_bound *b = &be->b;
     if ((st = ensure_rt(m, g, b, d))) return st;
     cuda_rt *rt = m->rt;
-    *threads = block_threads(v->p);
+    *threads = block_threads(v->p) + (int)v->extra_threads;
     int per_sm = 0;
     CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, v->dyn_smem + v->table_smem));
     /* the request is what must fit (a static launch may start fewer workers) */

@@ -30,6 +30,8 @@ typedef struct evt_variant {
     unsigned call_attr;   /* CUDA: the same for the kernel-by-kernel entry */
     unsigned tma_ring_want; /* CUDA: shared memory the tiles' TMA ring may take (evt_tma_ring_want; 0: no
                                tile uses one): launches reserve it after the tables (src/tiles/llm_tma.cuh) */
+    unsigned extra_threads; /* CUDA: threads a block has past the tiles' (evt_extra_threads: the dispatch
+                               warpgroup, src/device/evt_dispatch_wg.h); launches add them */
     char tmpdir[256];     /* CPU: where the .so lives while loaded */
 } evt_variant;
 

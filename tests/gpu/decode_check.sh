@@ -156,6 +156,16 @@ run_case uneven-b3 tests/gpu/qwen3-uneven.json 3 40 2
 export EVT_NVCCFLAGS=-DEVT_WAITS_IN_TILE=1
 run_case uneven-b1-waits tests/gpu/qwen3-uneven.json 1 40 2
 run_case uneven-b4-waits tests/gpu/qwen3-uneven.json 4 40 2
+# the dispatch warp (EVT_DISPATCH_WG=2, src/device/evt_dispatch_wg.h: an
+# option, forced on here): the static schedule's tasks from its slots, the
+# other schedules with its warpgroup gone; over the waits-in-tile list it
+# turns that form off
+export EVT_NVCCFLAGS=-DEVT_DISPATCH_WG=2
+run_case tiny-b2-dwg examples/qwen3-tiny.json 2 32 3
+run_case uneven-b1-dwg tests/gpu/qwen3-uneven.json 1 40 2
+run_case uneven-b4-dwg tests/gpu/qwen3-uneven.json 4 40 2
+export EVT_NVCCFLAGS="-DEVT_WAITS_IN_TILE=1 -DEVT_DISPATCH_WG=2"
+run_case uneven-b3-waits-dwg tests/gpu/qwen3-uneven.json 3 40 2
 unset EVT_NVCCFLAGS
 run_case uneven-b12-unfolded tests/gpu/qwen3-uneven.json 12 40 2 --norms unfolded
 run_case uneven-b40-fusenorm tests/gpu/qwen3-uneven.json 40 33 2 --fuse-norm

@@ -171,6 +171,14 @@ say "== planted hang and recovery"
 gpucheck hang tests/gpu/progs/hang.evt n=4 n=5
 want="watchdog" check "CLI: planted hang reports the watchdog" bash -c \
     "build/evtc run tests/gpu/progs/hang.evt --backend cuda --trust-counts --timeout 1 --set n=5; test \$? -eq 1"
+# the dispatch warp's waits (src/device/evt_dispatch_wg.h): a watchdog of 1 us
+# fires in them (the uneven config's tasks wait long enough for its check;
+# the tiny config's do not); the launch stops with the report, its barriers
+# still paired (session 65, H200: "watchdog: task amax(0, 86) (worker 74) is
+# stuck waiting on LM[0]")
+want="watchdog" check "CLI: the dispatch warp's waits report the watchdog" bash -c \
+    "EVT_NVCCFLAGS=-DEVT_DISPATCH_WG=2 timeout 150 build/evtc decode --model tests/gpu/qwen3-uneven.json --batch 1 --ctx 40 --steps 1 \
+     --backend cuda --timeout 0.000001; test \$? -eq 1"
 fi
 
 if section_on refusals; then
