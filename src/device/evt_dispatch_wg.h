@@ -40,7 +40,9 @@
  * with the last tile warp (EVT_REC_NOTIFIER). An entry the record path does
  * not take (no lists, a template call) runs on the tile threads as before
  * (evt_dispatch with the worker's own arguments): the dispatch warp only
- * hands it over. A launch that aborts in the dispatch warp's waits sets
+ * hands it over (not yet run on a GPU: every call of evtc decode's programs
+ * takes the record path, and the example programs' tiles are not 256
+ * threads). A launch that aborts in the dispatch warp's waits sets
  * evt_ctl_stop: the task and every later one whose waits stop skip their
  * tile, the barriers still pair. With the dispatch warp, EVT_WAITS_IN_TILE
  * is off (evt_device.h): warp 0 no longer polls, so it issues its early
@@ -87,6 +89,8 @@ EVT_NOINLINE void evt_ctl_tile_task(const evt_ctx *C, evt_worker *W, int s)
         if (go && !A->wait_in_tile) stopped = evt_ctl_go(go); /* the waits before the tile */
         if (!stopped) {
             evt_rec_tile(C, D->tile, A); /* an early_loads tile meets GO inside (evt_tile_wait) */
+            /* (a stop the dispatch warp raised since, in a later task's waits,
+               skips this task's notifies too: the launch fails either way) */
             stopped = A->wait_in_tile && evt_ctl_stop;
         }
         EVT_SYNC(); /* the tile's stores, before the notifier's fence */

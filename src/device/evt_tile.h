@@ -2,7 +2,9 @@
  *
  * A tile runs on every thread of the worker block; thread 0 is the worker's
  * leader. Tiles count their threads with evt_tile_threads() and synchronise
- * with evt_tile_sync(): today the plain block (its size, __syncthreads()),
+ * with evt_tile_sync(): the plain block (its size, __syncthreads()), or,
+ * with the dispatch warpgroup (EVT_DISPATCH_WG, src/device/evt_dispatch_wg.h),
+ * the block's first EVT_BLOCK_THREADS threads and a barrier of that count;
  * kept as functions so that a tile never hard-codes which threads are its
  * own (an earlier weight stream took the block's last warp as a producer;
  * the stream is now run by the leader between tasks, src/device/evt_stream.h).
