@@ -307,14 +307,17 @@ static void dispatch_warpgroup_option(void **state)
     (void)state;
     char *plain = tiny_qwen3_cuda((evt_compile_opts){0});
     assert_int_equal(count(plain, "#if EVT_DISPATCH_WG\n    if (threadIdx.x >= EVT_BLOCK_THREADS) {"), 2);
+    const char *dec = "setmaxnreg.dec.sync.aligned.u32 ", *inc = "setmaxnreg.inc.sync.aligned.u32 ";
+    assert_non_null(strstr(plain, dec));
+    assert_non_null(strstr(plain, inc));
     /* the launch's registers a thread: the register file over three warpgroups, in steps of 8 */
-    const int launch = 65536 / (3 * 128) / 8 * 8, keep = atoi(strstr(plain, "setmaxnreg.dec.sync.aligned.u32 ") + 33),
-              rise = atoi(strstr(plain, "setmaxnreg.inc.sync.aligned.u32 ") + 33);
+    const int launch = 65536 / (3 * 128) / 8 * 8, keep = atoi(strstr(plain, dec) + strlen(dec)),
+              rise = atoi(strstr(plain, inc) + strlen(inc));
     assert_int_equal(launch, 168);
     assert_int_equal(launch - keep, 2 * (rise - launch)); /* released = taken */
     assert_true(keep >= 24 && rise <= 256 && keep % 8 == 0 && rise % 8 == 0); /* setmaxnreg's range */
-    assert_int_equal(count(plain, "setmaxnreg.dec.sync.aligned.u32 "), 2);
-    assert_int_equal(count(plain, "setmaxnreg.inc.sync.aligned.u32 "), 2);
+    assert_int_equal(count(plain, dec), 2);
+    assert_int_equal(count(plain, inc), 2);
     assert_int_equal(count(plain, "evt_ctl_dispatch_static(Cw, (int)blockIdx.x)"), 1);
     assert_non_null(strstr(plain, "extern \"C\" __device__ unsigned evt_extra_threads = 128;"));
     free(plain);
