@@ -70,7 +70,6 @@ typedef struct evt_ctl_slot {
     int32_t call, kind, go; /* go: GO[s]'s id when the dispatch warp polls the task's waits, else 0 */
 } evt_ctl_slot;
 static __shared__ __align__(16) evt_ctl_slot evt_ctl[2];
-static __shared__ evt_worker evt_ctl_w; /* the dispatch warp's worker fields (its id, for a watchdog report) */
 
 /* Tile threads: task k's slot is ready; runs it and releases the slot. */
 EVT_NOINLINE void evt_ctl_tile_task(const evt_ctx *C, evt_worker *W, int s)
@@ -94,17 +93,7 @@ EVT_NOINLINE void evt_ctl_tile_task(const evt_ctx *C, evt_worker *W, int s)
             stopped = A->wait_in_tile && evt_ctl_stop;
         }
         EVT_SYNC(); /* the tile's stores, before the notifier's fence */
-        if (!stopped) {
-            evt_trace_end(C, R->task);
-            if (((flags & EVT_RECF_NOTIFIES) ? EVT_REC_NOTIFIER(C) : EVT_LEADER)) {
-                evt_chaos(C, W);
-                if (flags & EVT_RECF_NOTIFIES) {
-                    evt_notify_fence();
-                    evt_notify_rec(C, W, R);
-                }
-                evt_trace_notified(C, R->task);
-            }
-        }
+        if (!stopped) evt_rec_finish(C, W, R, R->task, flags);
     }
     __syncwarp();
     evt_ctl_bar_arrive(EVT_CTL_BAR_FREE + s);
@@ -119,7 +108,10 @@ EVT_DEV void evt_ctl_tiles_static(const evt_ctx *C, evt_worker *W)
 
 /* The dispatch warp's waits for a task record: lane i polls the record's
    wait i (complete ones cost one round trip for all), spinning with
-   evt_wait_spin's backoff and watchdog, then the warp's one acquire fence.
+   evt_wait_spin's backoff and watchdog (its own copy: evt_wait_spin is a
+   call the tiles' path makes, and the same loop as a shared inline helper
+   moved the default kernels' machine code, bench/kernel_same.sh), then the
+   warp's one acquire fence.
    The polls are relaxed loads: an acquire load invalidates the SM's L1
    after each poll, and these polls run beside the previous task's tile,
    whose loads it would slow (EVT_CTL_POLL_ACQUIRE 1: acquire polls, as
@@ -131,7 +123,7 @@ EVT_DEV void evt_ctl_tiles_static(const evt_ctx *C, evt_worker *W)
 #define EVT_CTL_POLL_ACQUIRE 0
 #endif
 EVT_DEV int32_t evt_ctl_poll(int32_t *p) { return EVT_CTL_POLL_ACQUIRE ? evt_load_acquire(p) : evt_load_relaxed(p); }
-EVT_DEV int evt_ctl_wait(const evt_ctx *C, const evt_worker *Wc, int call, const evt_task_rec *R, int32_t tgt0)
+EVT_DEV int evt_ctl_wait(const evt_ctx *C, int worker, int call, const evt_task_rec *R, int32_t tgt0)
 {
     const int lane = (int)(threadIdx.x & 31);
     int stop = 0;
@@ -149,7 +141,7 @@ EVT_DEV int evt_ctl_wait(const evt_ctx *C, const evt_worker *Wc, int call, const
                 evt_pause(backoff);
                 if (backoff < 256) backoff *= 2;
                 if ((spin & 15) == 15 && evt_now_ns() - start > C->timeout_ns) {
-                    evt_raise(C, EVT_KERR_WAIT_TIMEOUT, Wc->id, call, -1, R->task, e, v, target);
+                    evt_raise(C, EVT_KERR_WAIT_TIMEOUT, worker, call, -1, R->task, e, v, target);
                     stop = 1;
                     break;
                 }
@@ -163,7 +155,7 @@ EVT_DEV int evt_ctl_wait(const evt_ctx *C, const evt_worker *Wc, int call, const
 
 /* The dispatch warp: fills slot s with queue entry k (lane 0 decides, every
    lane copies), hands it over, then polls its waits. */
-EVT_DEV void evt_ctl_dispatch_task(const evt_ctx *C, evt_worker *Wc, int64_t k, int s)
+EVT_DEV void evt_ctl_dispatch_task(const evt_ctx *C, int worker, int64_t k, int s)
 {
     const int lane = (int)(threadIdx.x & 31);
     const evt_task_rec *R = C->rec + k;
@@ -182,19 +174,7 @@ EVT_DEV void evt_ctl_dispatch_task(const evt_ctx *C, evt_worker *Wc, int64_t k, 
             tgt0 = evt_rec_target0(C, R);
         }
         evt_rec_args_warp(C, &S->args, call, D, R);
-        if (lane == 0) {
-            evt_task_args *A = &S->args;
-            A->ncoord = D->rank;
-            A->worker = Wc->id;
-            A->ntensors = D->nt;
-            A->nints = D->ni;
-            A->stream = 0;
-            A->stream_at = 0;
-            A->wait_in_tile = (flags & EVT_RECF_BESIDE) ? go : 0;
-            A->tmaps = C->tmaps;
-            A->tma_ring_off = C->tma_ring_off;
-            A->tma_ring_bytes = C->tma_ring_bytes;
-        }
+        if (lane == 0) evt_rec_args_fields(C, &S->args, D, worker, (flags & EVT_RECF_BESIDE) ? go : 0);
     }
     if (lane == 0) {
         S->R = R;
@@ -205,10 +185,10 @@ EVT_DEV void evt_ctl_dispatch_task(const evt_ctx *C, evt_worker *Wc, int64_t k, 
     __syncwarp();
     evt_ctl_bar_arrive(EVT_CTL_BAR_READY + s);
     if (kind != EVT_CTL_RUN) return;
-    if (go && evt_ctl_wait(C, Wc, call, R, __shfl_sync(0xffffffffu, tgt0, 0)) && lane == 0) evt_ctl_stop = 1;
+    if (go && evt_ctl_wait(C, worker, call, R, __shfl_sync(0xffffffffu, tgt0, 0)) && lane == 0) evt_ctl_stop = 1;
     if (lane == 0) {
         evt_trace_put(C, task, EVT_TRACE_STARTED);
-        if (C->trace) C->trace_worker[task] = Wc->id;
+        if (C->trace) C->trace_worker[task] = worker;
     }
     __syncwarp();
     if (go) evt_ctl_bar_arrive(go);
@@ -217,17 +197,13 @@ EVT_DEV void evt_ctl_dispatch_task(const evt_ctx *C, evt_worker *Wc, int64_t k, 
 /* The dispatch warp's loop over the worker's queue. */
 EVT_DEV void evt_ctl_dispatch_static(const evt_ctx *C, int worker_id)
 {
-    evt_worker *Wc = &evt_ctl_w;
-    if ((threadIdx.x & 31) == 0) {
-        Wc->id = worker_id;
-        evt_ctl_stop = 0;
-    }
+    if ((threadIdx.x & 31) == 0) evt_ctl_stop = 0;
     __syncwarp();
     const int64_t k0 = EVT_RO(C->q_off[worker_id]), k1 = EVT_RO(C->q_off[worker_id + 1]);
     for (int64_t k = k0; k < k1; k++) {
         const int s = (int)((k - k0) & 1);
         if (k - k0 >= 2) evt_ctl_bar_sync(EVT_CTL_BAR_FREE + s); /* task k - 2 left the slot */
-        evt_ctl_dispatch_task(C, Wc, k, s);
+        evt_ctl_dispatch_task(C, worker_id, k, s);
     }
     /* the last tasks' releases have their waiter too (no barrier is left mid-generation) */
     for (int64_t k = (k1 - k0 >= 2 ? k1 - 2 : k0); k < k1; k++) evt_ctl_bar_sync(EVT_CTL_BAR_FREE + (int)((k - k0) & 1));

@@ -59,6 +59,40 @@ EVT_DEV void evt_rec_args_warp(const evt_ctx *C, evt_task_args *A, int call, con
 }
 #endif
 
+/* The task arguments' fields other than the copies (evt_rec_args_warp or
+ * the leader's loop): one thread. Shared with the dispatch warp
+ * (src/device/evt_dispatch_wg.h). */
+EVT_DEV void evt_rec_args_fields(const evt_ctx *C, evt_task_args *A, const evt_rec_call *D, int worker, int32_t wait_in_tile)
+{
+    A->ncoord = D->rank;
+    A->worker = worker;
+    A->ntensors = D->nt;
+    A->nints = D->ni;
+    A->stream = 0;
+    A->stream_at = 0;
+    A->wait_in_tile = wait_in_tile;
+    A->tmaps = C->tmaps;
+    A->tma_ring_off = C->tma_ring_off;
+    A->tma_ring_bytes = C->tma_ring_bytes;
+}
+
+/* After a record task's tile and the barrier behind it: the end stamp, then
+ * the notifier's one release fence and the record's notifies (the leader's
+ * stamp alone for a call without notifies). Shared with the dispatch
+ * warp's tile threads. */
+EVT_DEV void evt_rec_finish(const evt_ctx *C, evt_worker *W, const evt_task_rec *R, int64_t task, int flags)
+{
+    evt_trace_end(C, task); /* before notifies: consumers start after it */
+    if (((flags & EVT_RECF_NOTIFIES) ? EVT_REC_NOTIFIER(C) : EVT_LEADER) && C->mode != EVT_MODE_KBK) {
+        evt_chaos(C, W); /* chaos: delay before notifies */
+        if (flags & EVT_RECF_NOTIFIES) {
+            evt_notify_fence(); /* one release for all of this task's notifies */
+            evt_notify_rec(C, W, R);
+        }
+        evt_trace_notified(C, task);
+    }
+}
+
 EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const evt_task_rec *R)
 {
     const evt_rec_call *D = &evt_rec_calls[call];
@@ -77,10 +111,9 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
         W->task = task;
         W->skip = 0;
         evt_task_args *A = &W->args;
-        const int rank = D->rank, nt = D->nt, ni = D->ni;
-        A->ncoord = rank;
-        A->worker = W->id;
+        evt_rec_args_fields(C, A, D, W->id, 0);
 #if !EVT_REC_BY_WARP
+        const int rank = D->rank, nt = D->nt, ni = D->ni;
         const int64_t *X = C->ext + call * 4;
         for (int k = 0; k < 4; k++) {
             A->coord[k] = k < rank ? R->coord[k] : 0;
@@ -92,14 +125,6 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
         for (int k = 0; k < nt; k++) A->t[k] = evt_ld_tensor(&C->tensors[D->tensor[k]]);
         for (int k = 0; k < ni; k++) A->iarg[k] = D->sym_mask >> k & 1 ? C->sym[D->iarg[k]] : D->iarg[k];
 #endif
-        A->ntensors = nt;
-        A->nints = ni;
-        A->stream = 0;
-        A->stream_at = 0;
-        A->wait_in_tile = 0;
-        A->tmaps = C->tmaps;
-        A->tma_ring_off = C->tma_ring_off;
-        A->tma_ring_bytes = C->tma_ring_bytes;
         evt_trace_taken_at(C, task, 1); /* (a diagnostic: EVT_TRACE_TAKEN_AT) */
         if (flags & EVT_RECF_BESIDE) {
             A->wait_in_tile = 1; /* warp 0 waits beside the tile, below (EVT_WAITS_IN_TILE: inside it) */
@@ -135,15 +160,7 @@ EVT_NOINLINE void evt_run_rec(const evt_ctx *C, evt_worker *W, int call, const e
     const int stopped = (flags & EVT_RECF_BESIDE) && W->skip;
     EVT_SYNC();
     if (stopped) return;
-    evt_trace_end(C, task); /* before notifies: consumers start after it */
-    if (((flags & EVT_RECF_NOTIFIES) ? EVT_REC_NOTIFIER(C) : EVT_LEADER) && C->mode != EVT_MODE_KBK) {
-        evt_chaos(C, W); /* chaos: delay before notifies */
-        if (flags & EVT_RECF_NOTIFIES) {
-            evt_notify_fence(); /* one release for all of this task's notifies */
-            evt_notify_rec(C, W, R);
-        }
-        evt_trace_notified(C, task);
-    }
+    evt_rec_finish(C, W, R, task, flags);
 }
 
 #endif
