@@ -40,9 +40,10 @@
  * with the last tile warp (EVT_REC_NOTIFIER). An entry the record path does
  * not take (no lists, a template call) runs on the tile threads as before
  * (evt_dispatch with the worker's own arguments): the dispatch warp only
- * hands it over (not yet run on a GPU: every call of evtc decode's programs
- * takes the record path, and the example programs' tiles are not 256
- * threads). A launch that aborts in the dispatch warp's waits sets
+ * hands it over (on the GPU: tests/gpu/decode_check.sh's
+ * uneven-b2-dwg-prefetch, whose GEMV calls have a prefetch hook and so take
+ * their templates; evtc decode's default programs take the record path for
+ * every call). A launch that aborts in the dispatch warp's waits sets
  * evt_ctl_stop: the task and every later one whose waits stop skip their
  * tile, the barriers still pair. With the dispatch warp, EVT_WAITS_IN_TILE
  * is off (evt_device.h): warp 0 no longer polls, so it issues its early

@@ -164,6 +164,10 @@ export EVT_NVCCFLAGS=-DEVT_DISPATCH_WG=2
 run_case tiny-b2-dwg examples/qwen3-tiny.json 2 32 3
 run_case uneven-b1-dwg tests/gpu/qwen3-uneven.json 1 40 2
 run_case uneven-b4-dwg tests/gpu/qwen3-uneven.json 4 40 2
+# --prefetch: the GEMV calls run an L2 prefetch hook, so they take their
+# templates, not the record path: the dispatch warp hands those entries to
+# the tile threads, which dispatch them as without it (EVT_CTL_TEMPLATE)
+run_case uneven-b2-dwg-prefetch tests/gpu/qwen3-uneven.json 2 40 2 --prefetch
 export EVT_NVCCFLAGS="-DEVT_WAITS_IN_TILE=1 -DEVT_DISPATCH_WG=2"
 run_case uneven-b3-waits-dwg tests/gpu/qwen3-uneven.json 3 40 2
 unset EVT_NVCCFLAGS
