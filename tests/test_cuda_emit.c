@@ -295,13 +295,27 @@ static void cuda_defines_in_source(void **state)
     }
 }
 
+/* A failed CUDA build keeps its directory for inspection and names it in
+ * the message ("(kept in DIR/kernel.cu"); a test that expects the failure
+ * removes it. */
+static void remove_kept_build(const char *msg)
+{
+    const char *kept = strstr(msg, "(kept in ");
+    char dir[300], cmd[340];
+    if (!kept || sscanf(kept, "(kept in %299[^)]", dir) != 1 || !strrchr(dir, '/')) return;
+    *strrchr(dir, '/') = 0; /* .../kernel.cu -> its directory */
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (!strncmp(dir, "/tmp/evtc-cu-", 13) && system(cmd) != 0) print_message("could not remove %s\n", dir);
+}
+
 /* The dispatch warpgroup (EVT_DISPATCH_WG, src/device/evt_dispatch_wg.h):
  * every kernel's entries carry it behind the define, the persistent one
  * with the dispatch warp's loop and the kernel-by-kernel one without; the
  * registers the third warpgroup releases (168 - 24 a thread) are exactly
  * what the tiles' two take (240 - 168 each: a CTA's pool holds no more);
  * the tiny Qwen3 kernel compiles with it; a program whose tiles do not have
- * 256 threads is refused by nvcc with the reason. */
+ * 256 threads, and a kernel with the weight stream (whose pump runs between
+ * entries on the tile threads), are refused by nvcc with the reason. */
 static void dispatch_warpgroup_option(void **state)
 {
     (void)state;
@@ -337,15 +351,22 @@ static void dispatch_warpgroup_option(void **state)
     evt_module *m = NULL;
     assert_int_equal(evt_module_build(g, EVT_BACKEND_CUDA, &co, 0, &m, &d), EVT_ERR_COMPILE);
     if (!strstr(d.text, "EVT_DISPATCH_WG: the register split assumes tiles of 256 threads")) fail_msg("%s", d.text);
-    const char *kept = strstr(d.text, "(kept in "); /* the failed build's directory, kept for inspection */
-    if (kept) {
-        char dir[300], cmd[340];
-        if (sscanf(kept, "(kept in %299[^)]", dir) == 1 && strrchr(dir, '/')) {
-            *strrchr(dir, '/') = 0; /* .../kernel.cu -> its directory */
-            snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-            if (!strncmp(dir, "/tmp/evtc-cu-", 13) && system(cmd) != 0) print_message("could not remove %s\n", dir);
-        }
-    }
+    remove_kept_build(d.text);
+    evt_diag_free(&d);
+    /* the weight stream: refused before any tile is compiled (an #error) */
+    evt_diag_init(&d, "dwg-stream");
+    evt_qwen3_config c;
+    assert_int_equal(evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d), EVT_OK);
+    evt_qwen3_opts qo = {.prefetch = 1};
+    char *text = evt_qwen3_program(&c, &qo, &d);
+    g = evt_parse(text, strlen(text), &d);
+    assert_non_null(g);
+    co = (evt_compile_opts){.stream_weights = 1, .cuda_defines = "EVT_DISPATCH_WG=2"};
+    m = NULL;
+    assert_int_equal(evt_module_build(g, EVT_BACKEND_CUDA, &co, 0, &m, &d), EVT_ERR_COMPILE);
+    if (!strstr(d.text, "EVT_DISPATCH_WG: not with the weight stream")) fail_msg("%s", d.text);
+    remove_kept_build(d.text);
+    free(text);
     evt_diag_free(&d);
     unsetenv("EVT_CACHE_DIR");
 }
