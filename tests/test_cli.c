@@ -46,6 +46,10 @@ static void run_check_ok(void **state)
     unlink("/tmp/evtc-test-tiles.evt");
     assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --batch 2 --ctx 16 --steps 1 --tiles 0", out, sizeof out), 2);
     if (!strstr(out, "--tiles 0: expected 1..4096")) fail_msg("%s", out);
+    /* a model that is neither a config file nor a preset: the presets named */
+    assert_int_equal(sh("build/evtc decode --model qwen3-9b --batch 1 --ctx 4 --steps 1", out, sizeof out), 2);
+    if (!strstr(out, "cannot open model config qwen3-9b (No such file or directory); the presets are qwen3-0.6b"))
+        fail_msg("%s", out);
     /* the task-record ablation, on a bucket schedule (entries skipped) */
     assert_int_equal(sh("build/evtc run examples/buckets.evt --set B=3 --workers 3 --check --no-records", out, sizeof out), 0);
     if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);

@@ -81,6 +81,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <cjson/cJSON.h>
 #include "evt/models.h"
 
@@ -108,7 +109,10 @@ static int get_int(cJSON *j, const char *key, int64_t *out, int required)
 evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot open model config %s", path);
+    if (!f) /* a name that is neither a file nor a preset: say both */
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0},
+                              "cannot open model config %s (%s); the presets are qwen3-0.6b, qwen3-1.7b and qwen3-8b",
+                              path, strerror(errno));
     char *buf = malloc(1 << 20);
     size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
     fclose(f);
