@@ -85,27 +85,22 @@ static __device__ __forceinline__ void poll(int *flag, int target)
         fence_acq_rel();
     } else {
         /* four loads in flight, issued ~80 ns apart: a new one goes out as
-           the oldest is checked */
-        int a = ld_relaxed(flag);
-        __nanosleep(60);
-        int b = ld_relaxed(flag);
-        __nanosleep(60);
-        int c = ld_relaxed(flag);
-        __nanosleep(60);
-        int d = ld_relaxed(flag);
-        for (;;) {
-            if (a >= target) break;
-            a = ld_relaxed(flag);
-            __nanosleep(60);
-            if (b >= target) break;
-            b = ld_relaxed(flag);
-            __nanosleep(60);
-            if (c >= target) break;
-            c = ld_relaxed(flag);
-            __nanosleep(60);
-            if (d >= target) break;
-            d = ld_relaxed(flag);
-            __nanosleep(60);
+           the oldest is checked (unrolled: v stays in registers) */
+        int v[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = ld_relaxed(flag);
+            if (i < 3) __nanosleep(60);
+        }
+        for (bool seen = false; !seen;) {
+#pragma unroll
+            for (int i = 0; i < 4 && !seen; i++) {
+                seen = v[i] >= target;
+                if (!seen) {
+                    v[i] = ld_relaxed(flag);
+                    __nanosleep(60);
+                }
+            }
         }
         fence_acq_rel();
     }
