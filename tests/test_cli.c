@@ -50,6 +50,10 @@ static void run_check_ok(void **state)
     assert_int_equal(sh("build/evtc decode --model qwen3-9b --batch 1 --ctx 4 --steps 1", out, sizeof out), 2);
     if (!strstr(out, "cannot open model config qwen3-9b (No such file or directory); the presets are qwen3-0.6b"))
         fail_msg("%s", out);
+    /* --weights: a checkpoint that is not there is an error naming it (tests/test_weights.c loads real ones) */
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 4 --steps 1 --weights /nonexistent/ckpt",
+                        out, sizeof out), 2);
+    if (!strstr(out, "error: /nonexistent/ckpt: No such file or directory")) fail_msg("%s", out);
     /* the task-record ablation, on a bucket schedule (entries skipped) */
     assert_int_equal(sh("build/evtc run examples/buckets.evt --set B=3 --workers 3 --check --no-records", out, sizeof out), 0);
     if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);

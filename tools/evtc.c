@@ -35,7 +35,7 @@ typedef struct cli {
     uint64_t seed;
     int check, counts, repeat;
     /* decode */
-    const char *model, *dump, *emit_program;
+    const char *model, *dump, *emit_program, *weights;
     int emit_only;
     long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices, slices_from;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
@@ -63,6 +63,8 @@ static int usage(const char *msg)
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
+            "                [--weights PATH]     (a Hugging Face safetensors checkpoint, file or directory of shards, for\n"
+            "                                      the model's weights instead of random ones; the KV cache stays random)\n"
             "                [--lm-waves N]       (LM-head tiles: N x --tiles, at most one a vocabulary row; default 2)\n"
             "                [--dn-slices N]      (norm calls: the down projection in N k slices at batch 33-64, the next\n"
             "                                      norm adding them; default 4 there with a TMA ring, else 1: whole K)\n"
@@ -145,6 +147,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--emit")) { NEED(); c->emit = v; }
         else if (!strcmp(a, "--model")) { NEED(); c->model = v; }
         else if (!strcmp(a, "--dump")) { NEED(); c->dump = v; }
+        else if (!strcmp(a, "--weights")) { NEED(); c->weights = v; }
         else if (!strcmp(a, "--emit-program")) { NEED(); c->emit_program = v; }
         else if (!strcmp(a, "--batch")) { NEED(); if (!parse_int(v, 1, 4096, &c->batch)) { fprintf(stderr, "evtc: --batch %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--ctx")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->ctx)) { fprintf(stderr, "evtc: --ctx %s: expected 1..1048576\n", v); return 2; } }
@@ -444,7 +447,8 @@ static int cmd_decode(cli *c)
     evt_diag_init(&d, c->model);
     if (c->backend_auto) c->backend = evt_cuda_available() ? EVT_BACKEND_CUDA : EVT_BACKEND_CPU;
     evt_decode_opts o = {.model = c->model, .batch = c->batch, .ctx = c->ctx, .steps = c->steps, .backend = c->backend,
-                         .run = c->run, .check = c->check, .dump_dir = c->dump};
+                         .run = c->run, .check = c->check, .dump_dir = c->dump,
+                         .weights = c->weights};
     o.build.attn_splits = c->splits;
     o.build.attn_rows = c->attn_rows;
     o.build.target_tasks = c->tiles;

@@ -36,6 +36,19 @@ int evt_qwen3_preset(const char *name, evt_qwen3_config *c);
 /* Reads a config.json (missing head_dim: hidden / heads). */
 evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d);
 
+/* Fills the weight tensors of a decode program that evt_qwen3_program built
+   from config c (g: its graph, b: its buffers) from a Hugging Face Qwen3
+   checkpoint: a .safetensors file or a directory of them (shards). With
+   fold_norms (the program's evt_qwen3_opts.fold_norms or fuse_norm) the input
+   and post-attention norms' weights are folded into the QKV and gate/up
+   matrices' columns; else they fill the program's norm tensors. Tensors the
+   program lacks (e.g. rotary tables) are ignored; one the program needs and
+   the checkpoint lacks, or holds at another shape or in another dtype than
+   BF16, F16 or F32, is an error naming it (src/models/qwen3_weights.c has
+   the name map). */
+evt_status evt_qwen3_load_weights(const char *path, const evt_qwen3_config *c, int fold_norms, const evt_graph *g,
+                                  evt_buffers *b, evt_diag *d);
+
 /* evt_qwen3_opts.target_tasks when 0: one fewer than the 132 SMs of an H100/H200 */
 #define EVT_QWEN3_TARGET_TASKS 131
 
@@ -252,6 +265,8 @@ typedef struct evt_decode_opts {
     evt_run_opts run;
     int check;             /* compare every step with the sequential reference */
     const char *dump_dir;  /* write inputs, weights and per-step tokens here */
+    const char *weights;   /* a safetensors checkpoint (file or directory) instead of random weights
+                              (evt_qwen3_load_weights); the KV cache stays random */
     int quiet;
     evt_qwen3_opts build;  /* (its fuse_norm and fold_norms are set from `norms`) */
     evt_decode_norms norms;

@@ -36,6 +36,18 @@ static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_
     for (int64_t r = 0; r < B; r++) pos[r] = (int32_t)(ctx > 4 ? ctx - r % 4 : ctx);
 }
 
+/* The weight tensors of one buffer set into another of the same program. */
+static void copy_weights(const evt_graph *g, evt_buffers *from, evt_buffers *to)
+{
+    for (int i = 0; i < g->ntensors; i++) {
+        if (g->tensors[i]->role != EVT_WEIGHT) continue;
+        size_t n = 0, m = 0;
+        const void *src = evt_buffers_data(from, i, &n);
+        void *dst = evt_buffers_data(to, i, &m);
+        if (src && dst && n == m) memcpy(dst, src, n);
+    }
+}
+
 static void advance(const evt_graph *g, evt_buffers *b, int64_t B)
 {
     int32_t *tok = evt_buffers_data(b, tensor_id(g, "tok"), NULL);
@@ -395,6 +407,12 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     init_positions(mg, b, o->batch, o->ctx);
     if (ref) init_positions(mg, ref, o->batch, o->ctx);
     if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, now_s() - t0);
+    if (o->weights) {
+        t0 = now_s();
+        if ((st = evt_qwen3_load_weights(o->weights, &c, o->norms != EVT_NORMS_UNFOLDED, mg, b, d))) goto out;
+        if (ref) copy_weights(mg, b, ref);
+        if (!o->quiet) fprintf(stderr, "decode: weights read from %s in %.1f s\n", o->weights, now_s() - t0);
+    }
     if (o->dump_dir && (st = dump_inputs(o->dump_dir, &c, o, mg, b, &manifest, d))) goto out;
     tokens = calloc((size_t)(o->steps * o->batch + 1), sizeof(int32_t));
     double sum = 0, last_report = now_s();
