@@ -11,7 +11,9 @@
 # post-attention norms' weights into the matrices after them and fuses the
 # norms into those GEMV tiles up to batch 16 (mid-b20: norm calls with unit
 # weights); the reference then runs with unit norm weights over the same
-# matrices (qwen3_ref.py); tiny-b2-unfolded keeps the classic model.
+# matrices (qwen3_ref.py); tiny-b2-unfolded keeps the classic model. The
+# -ckpt cases decode a Hugging Face checkpoint (`--weights`, written by
+# qwen3_ckpt.py) and compare with that checkpoint's transformers model.
 # Prints "N passed, N failed"; exit status 1 on any failure.
 set -u
 cd "$(dirname "$0")/../.."
@@ -32,13 +34,29 @@ run_case() { # name model batch ctx steps [extra evtc args]
         echo "   FAIL: evtc decode failed"; tail -15 "$LOG/$name.decode.log"; fail=$((fail + 1)); rm -rf "$dir"; return
     fi
     grep "ms/token" "$LOG/$name.decode.log" | sed 's/^/   /'
-    if $PY tests/gpu/qwen3_ref.py "$dir" > "$LOG/$name.ref.log" 2>&1; then
+    if $PY tests/gpu/qwen3_ref.py "$dir" ${REF_ARGS:-} > "$LOG/$name.ref.log" 2>&1; then
         pass=$((pass + 1)); sed 's/^/   /' "$LOG/$name.ref.log"
     else
         fail=$((fail + 1)); sed 's/^/   /' "$LOG/$name.ref.log"; echo "   FAIL"
     fi
     rm -rf "$dir"
 }
+# a Hugging Face checkpoint (qwen3_ckpt.py: random weights, norms not ones,
+# several shards) read by `--weights`, against the checkpoint's own
+# transformers model (qwen3_ref.py --hf-checkpoint)
+run_ckpt_case() { # name config batch ctx steps [extra evtc args]
+    local name=$1 cfg=$2 ck
+    ck=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
+    if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$ck" > "$LOG/$name.ckpt.log" 2>&1; then
+        echo "== $name"; echo "   FAIL: qwen3_ckpt.py"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$ck"; return
+    fi
+    shift 2
+    REF_ARGS="--hf-checkpoint $ck" run_case "$name" "$cfg" "$@" --weights "$ck"
+    rm -rf "$ck"
+}
+run_ckpt_case tiny-b3-ckpt examples/qwen3-tiny.json 3 32 4
+run_ckpt_case tiny-b2-ckpt-unfolded examples/qwen3-tiny.json 2 32 4 --norms unfolded
+run_ckpt_case mid-b20-ckpt tests/gpu/qwen3-mid.json 20 64 2
 run_case tiny-b2 examples/qwen3-tiny.json 2 32 8
 run_case mid-b4 tests/gpu/qwen3-mid.json 4 64 4
 run_case mid-b20 tests/gpu/qwen3-mid.json 20 64 4

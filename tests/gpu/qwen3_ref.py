@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """qwen3_ref.py — check an `evtc decode --dump DIR` run against PyTorch.
 
-    python3 tests/gpu/qwen3_ref.py DIR [--tol 2e-2] [--agree 0.95] [--no-hf]
+    python3 tests/gpu/qwen3_ref.py DIR [--tol 2e-2] [--agree 0.95] [--no-hf] [--hf-checkpoint CKPT]
 
 Loads DIR/manifest.json (weights, paged KV cache, tok, pos, bt: the state
 before step 0), runs the same Qwen3 decode steps in PyTorch on the GPU and
@@ -16,6 +16,12 @@ Reference 1 (always): a hand-written model with the rounding points of
 src/tiles/llm.c (bf16 storage, f32 math, each tile rounds its output once).
 Reference 2 (if `transformers` with Qwen3 is importable): Qwen3ForCausalLM
 loaded with the dumped weights, step 0 only (its own bf16 rounding points).
+With --hf-checkpoint CKPT (a run with `evtc decode --weights CKPT`), reference
+2 is Qwen3ForCausalLM.from_pretrained(CKPT) instead, the checkpoint's own
+model (its norm weights unfolded, its q/k/v split as Hugging Face has them),
+and evtc's step-0 logits must be as close to that model run in f32 as its own
+bf16 run is (within twice its error, or tol): what checks the loader's name
+map and folding (transformers is then required).
 Exit status: 1 if the hand-written reference's step-0 logits rel-err exceeds
 max(tol, 1.25 x the rel-err between HF transformers and the hand-written model
 on the same weights: two PyTorch implementations set the noise floor of bf16
@@ -137,12 +143,12 @@ def near_tie(ref_logits, pick):
     return (mx - at) <= 2 * ulp
 
 
-def hf_step0(man, W, tok, pos, bt, kc, vc, dev):
+def hf_step0(man, W, tok, pos, bt, kc, vc, dev, ckpt=None):
     try:
         import transformers
-        from transformers import Qwen3Config, Qwen3ForCausalLM, DynamicCache
+        from transformers import Qwen3Config, Qwen3ForCausalLM
     except Exception as e:  # noqa: BLE001
-        return None, f"transformers with Qwen3 not importable ({type(e).__name__}: {e})"
+        return None, f"transformers with Qwen3 not importable ({type(e).__name__}: {e})", None
     c = man["config"]
     B, ps, mp = man["batch"], man["page_size"], man["max_pages"]
     nh, nkv, hd, L = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["num_hidden_layers"]
@@ -152,6 +158,13 @@ def hf_step0(man, W, tok, pos, bt, kc, vc, dev):
                       tie_word_embeddings=c["tie_word_embeddings"], max_position_embeddings=max(4096, mp * ps + 8),
                       attention_bias=False, torch_dtype=torch.bfloat16)
     cfg._attn_implementation = "eager"
+    if ckpt:
+        m = Qwen3ForCausalLM.from_pretrained(ckpt, torch_dtype=torch.bfloat16, attn_implementation="eager").to(dev).eval()
+        hl = run_hf(m, man, tok, pos, bt, kc, vc, dev)
+        # the same model in f32 over the same bf16 weights and cache: the
+        # truth both bf16 implementations are measured against
+        hl32 = run_hf(m.float(), man, tok, pos, bt, kc, vc, dev)
+        return hl, f"transformers {transformers.__version__}, from {ckpt}", hl32
     with torch.device(dev):
         m = Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
     sd = {"model.embed_tokens.weight": W["embed"], "model.norm.weight": W["final_norm"]}
@@ -174,20 +187,29 @@ def hf_step0(man, W, tok, pos, bt, kc, vc, dev):
     missing, unexpected = m.load_state_dict(sd, strict=False)
     missing = [k for k in missing if not (k == "lm_head.weight" and c["tie_word_embeddings"])]
     if missing or unexpected:
-        return None, f"state dict mismatch: missing {missing[:4]}, unexpected {unexpected[:4]}"
+        return None, f"state dict mismatch: missing {missing[:4]}, unexpected {unexpected[:4]}", None
     if c["tie_word_embeddings"]:
         m.tie_weights()
+    return run_hf(m, man, tok, pos, bt, kc, vc, dev), f"transformers {transformers.__version__}", None
+
+
+def run_hf(m, man, tok, pos, bt, kc, vc, dev):
+    """Step 0 of model m over the dumped paged cache: its last logits, bf16."""
+    from transformers import DynamicCache
+    c = man["config"]
+    B, ps, mp = man["batch"], man["page_size"], man["max_pages"]
+    nkv, hd, L = c["num_key_value_heads"], c["head_dim"], c["num_hidden_layers"]
     Tm = int(pos.max().item())
     cache = DynamicCache()
     for l in range(L):
-        K = kc[l][bt].reshape(B, mp * ps, nkv, hd)[:, :Tm].permute(0, 2, 1, 3).contiguous()
-        V = vc[l][bt].reshape(B, mp * ps, nkv, hd)[:, :Tm].permute(0, 2, 1, 3).contiguous()
+        K = kc[l][bt].reshape(B, mp * ps, nkv, hd)[:, :Tm].permute(0, 2, 1, 3).contiguous().to(m.dtype)
+        V = vc[l][bt].reshape(B, mp * ps, nkv, hd)[:, :Tm].permute(0, 2, 1, 3).contiguous().to(m.dtype)
         cache.update(K, V, l)
     j = torch.arange(Tm + 1, device=dev)
     am = ((j[None, :] < pos[:, None]) | (j[None, :] == Tm)).long()
     with torch.no_grad():
         out = m(input_ids=tok[:, None], attention_mask=am, position_ids=pos[:, None], past_key_values=cache, use_cache=True)
-    return out.logits[:, -1].to(torch.bfloat16), f"transformers {transformers.__version__}"
+    return out.logits[:, -1].to(torch.bfloat16) if m.dtype == torch.bfloat16 else out.logits[:, -1].float()
 
 
 def main():
@@ -195,6 +217,9 @@ def main():
     opts = sys.argv[1:]
     tol = float(opts[opts.index("--tol") + 1]) if "--tol" in opts else 2e-2
     agree_min = float(opts[opts.index("--agree") + 1]) if "--agree" in opts else 0.95
+    ckpt = opts[opts.index("--hf-checkpoint") + 1] if "--hf-checkpoint" in opts else None
+    if ckpt:
+        args.remove(ckpt)
     if len(args) < 1:
         print(__doc__, file=sys.stderr)
         return 2
@@ -244,11 +269,12 @@ def main():
           f"= {100.0 * agree / total:.1f}% ({tie_ok}/{total} = {100.0 * tie_ok / total:.1f}% counting near-ties)")
     hf_msg = ""
     hf_vs_hand = None
+    hl = hl32 = None
     if "--no-hf" not in opts:
         try:
             kc = [k.clone() for k in kc0]
             vc = [v.clone() for v in vc0]
-            hl, msg = hf_step0(man, W, tok0, pos0, bt, kc, vc, dev)
+            hl, msg, hl32 = hf_step0(man, W, tok0, pos0, bt, kc, vc, dev, ckpt)
         except Exception as e:  # noqa: BLE001
             hl, msg = None, f"transformers run failed: {type(e).__name__}: {e}"
         if hl is None:
@@ -269,6 +295,20 @@ def main():
     if bound > tol:
         print(f"  logits tolerance {bound:.3e}: 1.25 x the HF/hand-written disagreement ({hf_vs_hand:.3e})")
     ok = err0 <= bound and tie_ok >= agree_min * total
+    if ckpt:
+        # the checkpoint's own model in f32 is the truth: evtc must be no
+        # further from it than twice the bf16 transformers model is, or
+        # within tol (the hand-written reference reads evtc's own weights, so
+        # it cannot tell a misloaded checkpoint)
+        if hl is None or hl32 is None:
+            print("  FAIL: --hf-checkpoint needs transformers with Qwen3")
+            ok = False
+        else:
+            e, e_hf = relerr(step0["logits"], hl32), relerr(hl, hl32)
+            lim = max(tol, 2 * e_hf)
+            print(f"  the checkpoint's model in f32: step-0 logits rel.err of evtc {e:.3e}, of its bf16 run {e_hf:.3e} "
+                  f"(limit {lim:.3e})")
+            ok = ok and e <= lim
     print(f"  {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
