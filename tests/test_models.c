@@ -616,6 +616,30 @@ static void config_and_program(void **state)
     fclose(f);
     assert_int_not_equal(evt_qwen3_load_config("/tmp/evt-bad-config.json", &c, &d), EVT_OK);
     assert_non_null(strstr(d.text, "'hidden_size' must be a positive integer"));
+    /* transformers 5's config: theta inside rope_parameters; a scaled RoPE, biases, experts refused */
+    static const char *const base = "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                                     "\"num_key_value_heads\": 2, \"intermediate_size\": 8, \"vocab_size\": 16, ";
+    f = fopen("/tmp/evt-bad-config.json", "w");
+    fprintf(f, "%s\"rope_parameters\": {\"rope_theta\": 5000.0, \"rope_type\": \"default\"}}", base);
+    fclose(f);
+    assert_int_equal(evt_qwen3_load_config("/tmp/evt-bad-config.json", &c, &d), EVT_OK);
+    assert_true(c.rope_theta == 5000.0);
+    static const char *const refused[][2] = {
+        {"\"rope_parameters\": {\"rope_theta\": 5000.0, \"rope_type\": \"yarn\"}}", "rope_type 'yarn'"},
+        {"\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}}", "rope_type 'linear'"},
+        {"\"attention_bias\": true}", "attention_bias"},
+        {"\"num_experts\": 8}", "mixture-of-experts"},
+        {"\"use_sliding_window\": true}", "use_sliding_window"},
+    };
+    for (int k = 0; k < 5; k++) {
+        f = fopen("/tmp/evt-bad-config.json", "w");
+        fprintf(f, "%s%s", base, refused[k][0]);
+        fclose(f);
+        evt_diag_free(&d);
+        evt_diag_init(&d, "config");
+        assert_int_not_equal(evt_qwen3_load_config("/tmp/evt-bad-config.json", &c, &d), EVT_OK);
+        if (!strstr(d.text, refused[k][1])) fail_msg("%s: %s", refused[k][0], d.text);
+    }
     unlink("/tmp/evt-bad-config.json");
     /* the generated program is an ordinary one: it parses and round-trips */
     evt_qwen3_load_config("examples/qwen3-tiny.json", &c, &d);

@@ -213,11 +213,11 @@ static void reader_errors(void **state)
    its tensors by name, kept as the file holds them. */
 enum { H = 64, L = 2, NH = 4, NKV = 2, HD = 16, I = 128, V = 256 };
 typedef struct ckpt {
-    float *embed, *fnorm;
+    float *embed, *fnorm, *lm; /* lm: NULL for the tied model */
     float *q[L], *k[L], *v[L], *o[L], *qn[L], *kn[L], *in[L], *post[L], *gate[L], *up[L], *down[L];
 } ckpt;
 
-static void ckpt_write(const char *dir, ckpt *c)
+static void ckpt_write(const char *dir, ckpt *c, int untied)
 {
     char p1[160], p2[160];
     snprintf(p1, sizeof p1, "%s/model-00001-of-00002.safetensors", dir);
@@ -229,6 +229,8 @@ static void ckpt_write(const char *dir, ckpt *c)
     int n[2] = {0, 0};
     t[0][n[0]++] = (st_t){"model.embed_tokens.weight", "BF16", 2, {V, H}, c->embed};
     t[1][n[1]++] = (st_t){"model.norm.weight", "F32", 1, {H, 0}, c->fnorm};
+    c->lm = untied ? filled(V * H, -a, a) : NULL;
+    if (untied) t[1][n[1]++] = (st_t){"lm_head.weight", "BF16", 2, {V, H}, c->lm};
     static char names[L][13][64];
     for (int l = 0; l < L; l++) {
         const int f = l; /* layer l in shard l */
@@ -268,6 +270,7 @@ static void ckpt_free(ckpt *c)
 {
     free(c->embed);
     free(c->fnorm);
+    free(c->lm);
     for (int l = 0; l < L; l++) {
         float **p[11] = {&c->q[l], &c->k[l], &c->v[l], &c->o[l], &c->qn[l], &c->kn[l], &c->in[l], &c->post[l], &c->gate[l], &c->up[l], &c->down[l]};
         for (int i = 0; i < 11; i++) free(*p[i]);
@@ -318,17 +321,18 @@ static void rope(double *v, int64_t pos)
     }
 }
 
-/* One Qwen3 decode step of request r in double precision from the
-   checkpoint's tensors (the Hugging Face model's formulas) over the dumped
-   paged cache: logits[V]. */
-static void qwen3_step(const ckpt *c, int32_t tok, int64_t pos, const int32_t *bt, const uint16_t *const *kc, const uint16_t *const *vc,
-                       int64_t ps, double *logits)
+/* One Qwen3 decode step in double precision from the checkpoint's tensors
+   (the Hugging Face model's formulas): token tok at position pos, whose
+   keys and values of positions < pos are rows of kc[l], vc[l] ([t][NKV x
+   HD]); the step writes row pos of each and returns the logits. */
+static void qwen3_step(const ckpt *c, int32_t tok, int64_t pos, double *const *kc, double *const *vc, double *logits)
 {
-    static double x[H], h[H], q[NH * HD], k[NKV * HD], v[NKV * HD], att[NH * HD], o[H], g[I], u[I], dn[H];
+    static double x[H], h[H], q[NH * HD], att[NH * HD], o[H], g[I], u[I], dn[H];
     for (int i = 0; i < H; i++) x[i] = c->embed[(size_t)tok * H + i];
     const int64_t T = pos + 1;
     double *sc = malloc((size_t)T * sizeof(double));
     for (int l = 0; l < L; l++) {
+        double *k = kc[l] + pos * NKV * HD, *v = vc[l] + pos * NKV * HD;
         rms(x, c->in[l], H, 1e-6, h);
         matvec(c->q[l], h, NH * HD, H, q);
         matvec(c->k[l], h, NKV * HD, H, k);
@@ -340,11 +344,7 @@ static void qwen3_step(const ckpt *c, int32_t tok, int64_t pos, const int32_t *b
             double mx = -1e300, den = 0;
             for (int64_t t = 0; t < T; t++) {
                 double s = 0;
-                for (int i = 0; i < HD; i++) {
-                    const double kt = t == pos ? k[kv * HD + i]
-                                               : evt_bf16_to_f32(kc[l][((bt[t / ps] * ps + t % ps) * NKV + kv) * HD + i]);
-                    s += q[hh * HD + i] * kt;
-                }
+                for (int i = 0; i < HD; i++) s += q[hh * HD + i] * kc[l][(t * NKV + kv) * HD + i];
                 sc[t] = s / sqrt((double)HD);
                 if (sc[t] > mx) mx = sc[t];
             }
@@ -352,9 +352,7 @@ static void qwen3_step(const ckpt *c, int32_t tok, int64_t pos, const int32_t *b
             for (int64_t t = 0; t < T; t++) {
                 const double w = exp(sc[t] - mx);
                 den += w;
-                for (int i = 0; i < HD; i++)
-                    att[hh * HD + i] += w * (t == pos ? v[kv * HD + i]
-                                                      : evt_bf16_to_f32(vc[l][((bt[t / ps] * ps + t % ps) * NKV + kv) * HD + i]));
+                for (int i = 0; i < HD; i++) att[hh * HD + i] += w * vc[l][(t * NKV + kv) * HD + i];
             }
             for (int i = 0; i < HD; i++) att[hh * HD + i] /= den;
         }
@@ -369,7 +367,7 @@ static void qwen3_step(const ckpt *c, int32_t tok, int64_t pos, const int32_t *b
     }
     free(sc);
     rms(x, c->fnorm, H, 1e-6, h);
-    matvec(c->embed, h, V, H, logits); /* tied */
+    matvec(c->lm ? c->lm : c->embed, h, V, H, logits);
 }
 
 /* evtc decode --weights on the CPU backend (checked against the sequential
@@ -430,8 +428,20 @@ static void decode_with(const char *ckdir, const ckpt *c, evt_decode_norms norms
     free(man);
     uint16_t *lg = dumped(dump, "step0_logits", NULL);
     double num = 0, den = 0, logits[V];
+    double *rk[L], *rv[L];
+    for (int l = 0; l < L; l++) {
+        rk[l] = malloc((size_t)(mp * ps) * NKV * HD * sizeof(double));
+        rv[l] = malloc((size_t)(mp * ps) * NKV * HD * sizeof(double));
+    }
     for (int64_t b = 0; b < batch; b++) {
-        qwen3_step(c, tok[b], pos[b], bt + b * mp, (const uint16_t *const *)kc, (const uint16_t *const *)vc, ps, logits);
+        for (int l = 0; l < L; l++) /* request b's cached positions, page by page */
+            for (int64_t t = 0; t < pos[b]; t++)
+                for (int i = 0; i < NKV * HD; i++) {
+                    const int64_t at = ((int64_t)bt[b * mp + t / ps] * ps + t % ps) * NKV * HD + i;
+                    rk[l][t * NKV * HD + i] = evt_bf16_to_f32(kc[l][at]);
+                    rv[l][t * NKV * HD + i] = evt_bf16_to_f32(vc[l][at]);
+                }
+        qwen3_step(c, tok[b], pos[b], rk, rv, logits);
         for (int i = 0; i < V; i++) {
             const double e = evt_bf16_to_f32(lg[b * V + i]) - logits[i];
             num += e * e;
@@ -444,7 +454,7 @@ static void decode_with(const char *ckdir, const ckpt *c, evt_decode_norms norms
     free(pos);
     free(bt);
     free(lg);
-    for (int l = 0; l < L; l++) { free(kc[l]); free(vc[l]); }
+    for (int l = 0; l < L; l++) { free(kc[l]); free(vc[l]); free(rk[l]); free(rv[l]); }
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dump);
     assert_int_equal(system(cmd), 0);
@@ -456,7 +466,7 @@ static void qwen3_checkpoint(void **state)
     char dir[96];
     tmpdir(dir, sizeof dir, "ckpt");
     ckpt c;
-    ckpt_write(dir, &c);
+    ckpt_write(dir, &c, 0);
     decode_with(dir, &c, EVT_NORMS_AUTO, 3);      /* folded norms inside the GEMV tiles */
     decode_with(dir, &c, EVT_NORMS_UNFOLDED, 2);  /* norm calls with the checkpoint's weights */
     decode_with(dir, &c, EVT_NORMS_CALLS, 20);    /* folded, norm calls (the large-batch program) */
@@ -475,12 +485,92 @@ static void qwen3_checkpoint(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* --prompt on an untied checkpoint: the prompt fed from position 0, then
+   greedy tokens, against the plain model fed the same tokens (a token may
+   differ from the plain model's argmax only at a near-tie of its logits,
+   bf16 rounding's; the plain model then follows evtc's token). */
+static void prompt_generation(void **state)
+{
+    (void)state;
+    char dir[96], cfg[160];
+    tmpdir(dir, sizeof dir, "ckpt_untied");
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"hidden_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, \"num_key_value_heads\": %d, "
+               "\"head_dim\": %d, \"intermediate_size\": %d, \"vocab_size\": %d, \"rms_norm_eps\": 1e-06, "
+               "\"rope_theta\": 1000000.0, \"tie_word_embeddings\": false}\n", H, L, NH, NKV, HD, I, V);
+    fclose(f);
+    ckpt c;
+    ckpt_write(dir, &c, 1);
+    enum { P = 5, S = 12 };
+    const int32_t prompt[P] = {17, 200, 3, 91, 42};
+    int32_t gen[S];
+    for (int k = 0; k < 2; k++) {
+        evt_decode_opts o = {.model = cfg, .batch = 3 + 17 * k, .steps = S, .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1,
+                             .weights = dir, .prompt = prompt, .prompt_len = P, .generated = gen};
+        o.run.workers = 4;
+        o.run.sched = k ? EVT_SCHED_DYNAMIC : EVT_SCHED_STATIC;
+        evt_decode_result r;
+        evt_diag d;
+        evt_diag_init(&d, "decode");
+        if (evt_decode(&o, &r, &d)) fail_msg("decode --prompt: %s", d.text);
+        assert_int_equal(r.steps_checked, P - 1 + S);
+        evt_diag_free(&d);
+        double *kc[L], *vc[L], logits[V];
+        for (int l = 0; l < L; l++) {
+            kc[l] = malloc((size_t)(P + S) * NKV * HD * sizeof(double));
+            vc[l] = malloc((size_t)(P + S) * NKV * HD * sizeof(double));
+        }
+        int32_t tok = prompt[0];
+        int distinct = 0;
+        for (int64_t s = 0; s < P - 1 + S; s++) {
+            qwen3_step(&c, tok, s, kc, vc, logits);
+            if (s + 1 < P) { tok = prompt[s + 1]; continue; }
+            int best = 0;
+            double mx = 0;
+            for (int i = 0; i < V; i++) {
+                if (logits[i] > logits[best]) best = i;
+                if (fabs(logits[i]) > mx) mx = fabs(logits[i]);
+            }
+            const int32_t got = gen[s + 1 - P];
+            if (got != best && logits[best] - logits[got] > 2e-2 * mx)
+                fail_msg("batch %lld, generated token %lld: %d, the plain model's %d (logits %g vs %g)", (long long)o.batch,
+                         (long long)(s + 1 - P), got, best, logits[got], logits[best]);
+            distinct += s + 1 == P || got != tok;
+            tok = got;
+        }
+        if (distinct < 3) fail_msg("the generated tokens hardly change (%d changes): the test would not see a wrong step", distinct);
+        for (int l = 0; l < L; l++) { free(kc[l]); free(vc[l]); }
+    }
+    /* bad prompts: a token outside the vocabulary, with --dump */
+    evt_decode_opts o = {.model = cfg, .batch = 1, .steps = 1, .backend = EVT_BACKEND_CPU, .quiet = 1, .prompt = (int32_t[]){3, V},
+                         .prompt_len = 2};
+    evt_decode_result r;
+    evt_diag d;
+    evt_diag_init(&d, "decode");
+    assert_int_equal(evt_decode(&o, &r, &d), EVT_ERR_SHAPE);
+    if (!strstr(d.text, "prompt token 1 is 256, outside the vocabulary [0, 256)")) fail_msg("message: %s", d.text);
+    evt_diag_free(&d);
+    o.prompt_len = 1;
+    o.dump_dir = "/tmp/evt_test_never_written";
+    evt_diag_init(&d, "decode");
+    assert_int_equal(evt_decode(&o, &r, &d), EVT_ERR_SHAPE);
+    assert_non_null(strstr(d.text, "a prompt and --dump together are not supported"));
+    evt_diag_free(&d);
+    ckpt_free(&c);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reader_formats),
         cmocka_unit_test(reader_errors),
         cmocka_unit_test(qwen3_checkpoint),
+        cmocka_unit_test(prompt_generation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

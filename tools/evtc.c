@@ -36,6 +36,9 @@ typedef struct cli {
     int check, counts, repeat;
     /* decode */
     const char *model, *dump, *emit_program, *weights;
+    int32_t *prompt;  /* --prompt's token ids (malloc'd) */
+    long long prompt_len;
+    int ctx_given;
     int emit_only;
     long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices, slices_from;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
@@ -65,6 +68,9 @@ static int usage(const char *msg)
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
             "                [--weights PATH]     (a Hugging Face safetensors checkpoint, file or directory of shards, for\n"
             "                                      the model's weights instead of random ones; the KV cache stays random)\n"
+            "                [--prompt ID,ID,...] (every request starts from this prompt at position 0 instead of a random\n"
+            "                                      cache of --ctx tokens, then --steps tokens are generated greedily and\n"
+            "                                      printed; not with --ctx or --dump)\n"
             "                [--lm-waves N]       (LM-head tiles: N x --tiles, at most one a vocabulary row; default 2)\n"
             "                [--dn-slices N]      (norm calls: the down projection in N k slices at batch 33-64, the next\n"
             "                                      norm adding them; default 4 there with a TMA ring, else 1: whole K)\n"
@@ -108,6 +114,30 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
     return 1;
 }
 
+/* "5,17,3": token ids into c->prompt (at most 1 << 20 of them). */
+static int parse_prompt(const char *v, cli *c)
+{
+    free(c->prompt);
+    c->prompt = NULL;
+    c->prompt_len = 0;
+    long long n = 1;
+    for (const char *p = v; *p; p++) n += *p == ',';
+    if (n > (1 << 20) || !(c->prompt = malloc((size_t)n * sizeof(int32_t)))) return 0;
+    char buf[32];
+    for (const char *p = v;; p++) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        long long t;
+        if (len >= sizeof buf) return 0;
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        if (!parse_int(buf, 0, 2147483647LL, &t)) return 0;
+        c->prompt[c->prompt_len++] = (int32_t)t;
+        if (!e) return 1;
+        p = e;
+    }
+}
+
 static int parse_args(int argc, char **argv, cli *c)
 {
     memset(c, 0, sizeof *c);
@@ -148,9 +178,13 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--model")) { NEED(); c->model = v; }
         else if (!strcmp(a, "--dump")) { NEED(); c->dump = v; }
         else if (!strcmp(a, "--weights")) { NEED(); c->weights = v; }
+        else if (!strcmp(a, "--prompt")) {
+            NEED();
+            if (!parse_prompt(v, c)) { fprintf(stderr, "evtc: --prompt %s: expected token ids 0..2147483647, comma-separated\n", v); return 2; }
+        }
         else if (!strcmp(a, "--emit-program")) { NEED(); c->emit_program = v; }
         else if (!strcmp(a, "--batch")) { NEED(); if (!parse_int(v, 1, 4096, &c->batch)) { fprintf(stderr, "evtc: --batch %s: expected 1..4096\n", v); return 2; } }
-        else if (!strcmp(a, "--ctx")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->ctx)) { fprintf(stderr, "evtc: --ctx %s: expected 1..1048576\n", v); return 2; } }
+        else if (!strcmp(a, "--ctx")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->ctx)) { fprintf(stderr, "evtc: --ctx %s: expected 1..1048576\n", v); return 2; } c->ctx_given = 1; }
         else if (!strcmp(a, "--steps")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->steps)) { fprintf(stderr, "evtc: --steps %s: expected 1..1048576\n", v); return 2; } }
         else if (!strcmp(a, "--also")) {
             NEED();
@@ -448,7 +482,14 @@ static int cmd_decode(cli *c)
     if (c->backend_auto) c->backend = evt_cuda_available() ? EVT_BACKEND_CUDA : EVT_BACKEND_CPU;
     evt_decode_opts o = {.model = c->model, .batch = c->batch, .ctx = c->ctx, .steps = c->steps, .backend = c->backend,
                          .run = c->run, .check = c->check, .dump_dir = c->dump,
-                         .weights = c->weights};
+                         .weights = c->weights, .prompt = c->prompt, .prompt_len = c->prompt_len};
+    if (c->prompt && c->ctx_given) {
+        fprintf(stderr, "evtc: decode: --prompt fills the cache from position 0; give it or --ctx, not both\n");
+        return 2;
+    }
+    int32_t *generated = c->prompt ? calloc((size_t)c->steps, sizeof(int32_t)) : NULL;
+    if (c->prompt && !generated) { fprintf(stderr, "evtc: out of memory\n"); return 1; }
+    o.generated = generated;
     o.build.attn_splits = c->splits;
     o.build.attn_rows = c->attn_rows;
     o.build.target_tasks = c->tiles;
@@ -478,13 +519,13 @@ static int cmd_decode(cli *c)
         evt_qwen3_config cfg;
         char *text = NULL;
         evt_status pst = evt_decode_program(&o, &cfg, &text, &d);
-        if (pst == EVT_ERR_IO || pst == EVT_ERR_SHAPE) { report(&d); evt_diag_free(&d); return 2; }
+        if (pst == EVT_ERR_IO || pst == EVT_ERR_SHAPE) { report(&d); evt_diag_free(&d); free(generated); return 2; }
         FILE *f = text ? fopen(c->emit_program, "w") : NULL;
         int ok = f && fputs(text, f) >= 0;
         if (f) fclose(f);
         free(text);
-        if (!ok) { fprintf(stderr, "evtc: cannot write %s\n", c->emit_program); report(&d); evt_diag_free(&d); return 1; }
-        if (c->emit_only) { evt_diag_free(&d); return 0; }
+        if (!ok) { fprintf(stderr, "evtc: cannot write %s\n", c->emit_program); report(&d); evt_diag_free(&d); free(generated); return 1; }
+        if (c->emit_only) { evt_diag_free(&d); free(generated); return 0; }
     }
     evt_decode_result r;
     evt_status st = evt_decode(&o, &r, &d);
@@ -496,10 +537,18 @@ static int cmd_decode(cli *c)
         evt_qwen3_config cfg;
         if (!evt_qwen3_preset(c->model, &cfg)) evt_qwen3_load_config(c->model, &cfg, NULL);
         double wb = evt_qwen3_weight_bytes(&cfg);
-        printf("decode %s: batch %lld, ctx %lld, %lld steps, %s schedule on %s: %.3f ms/token (first step %.3f ms), "
+        char ctx[48];
+        if (c->prompt) snprintf(ctx, sizeof ctx, "a %lld-token prompt", c->prompt_len);
+        else snprintf(ctx, sizeof ctx, "ctx %lld", c->ctx);
+        printf("decode %s: batch %lld, %s, %lld steps, %s schedule on %s: %.3f ms/token (first step %.3f ms), "
                "%lld tasks/step, weights %.3f GB/step (%.1f GB/s)\n",
-               c->model, c->batch, c->ctx, c->steps, evt_sched_name(c->run.sched), evt_backend_name(o.backend), r.ms_per_token,
+               c->model, c->batch, ctx, c->steps, evt_sched_name(c->run.sched), evt_backend_name(o.backend), r.ms_per_token,
                r.first_ms, (long long)r.ntasks, wb / 1e9, r.ms_per_token > 0 ? wb / 1e6 / r.ms_per_token : 0);
+        if (c->prompt) { /* every request had the same prompt: request 0's tokens */
+            printf("generated:");
+            for (long long k = 0; k < c->steps; k++) printf(" %d", generated[k]);
+            printf("\n");
+        }
         if (r.stream_ring_bytes)
             printf("decode %s: weight stream: a %u KiB ring per worker\n", c->model, r.stream_ring_bytes / 1024);
         for (int k = 0; k < c->nalso; k++)
@@ -519,6 +568,7 @@ static int cmd_decode(cli *c)
         }
     }
     evt_diag_free(&d);
+    free(generated);
     return rc;
 }
 
@@ -533,7 +583,11 @@ int main(int argc, char **argv)
     if (!strcmp(c.cmd, "schedule")) return cmd_schedule(&c);
     if (!strcmp(c.cmd, "compile")) return cmd_compile(&c);
     if (!strcmp(c.cmd, "run")) return cmd_run(&c);
-    if (!strcmp(c.cmd, "decode")) return cmd_decode(&c);
+    if (!strcmp(c.cmd, "decode")) {
+        rc = cmd_decode(&c);
+        free(c.prompt);
+        return rc;
+    }
     fprintf(stderr, "evtc: unknown command '%s'\n", c.cmd);
     return usage(NULL);
 }

@@ -28,12 +28,15 @@ static int tensor_id(const evt_graph *g, const char *name)
     return t ? t->id : -1;
 }
 
-/* Sets each request's position (context lengths differ a little) and copies
- * the state of one buffer set to the other. */
-static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx)
+/* Sets each request's position (context lengths differ a little; with a
+ * prompt, 0 and its first token). */
+static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx, const int32_t *prompt)
 {
-    int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL);
-    for (int64_t r = 0; r < B; r++) pos[r] = (int32_t)(ctx > 4 ? ctx - r % 4 : ctx);
+    int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL), *tok = evt_buffers_data(b, tensor_id(g, "tok"), NULL);
+    for (int64_t r = 0; r < B; r++) {
+        pos[r] = prompt ? 0 : (int32_t)(ctx > 4 ? ctx - r % 4 : ctx);
+        if (prompt) tok[r] = prompt[0];
+    }
 }
 
 /* The weight tensors of one buffer set into another of the same program. */
@@ -48,12 +51,14 @@ static void copy_weights(const evt_graph *g, evt_buffers *from, evt_buffers *to)
     }
 }
 
-static void advance(const evt_graph *g, evt_buffers *b, int64_t B)
+/* The next step's inputs: each request's `next` (or `forced`, a prompt's
+   next token, when >= 0) at the next position. */
+static void advance(const evt_graph *g, evt_buffers *b, int64_t B, int32_t forced)
 {
     int32_t *tok = evt_buffers_data(b, tensor_id(g, "tok"), NULL);
     int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL);
     const int32_t *next = evt_buffers_data(b, tensor_id(g, "next"), NULL);
-    for (int64_t r = 0; r < B; r++) { tok[r] = next[r]; pos[r]++; }
+    for (int64_t r = 0; r < B; r++) { tok[r] = forced >= 0 ? forced : next[r]; pos[r]++; }
 }
 
 /* --check's comparison of one GPU step with the reference (rtol > 0;
@@ -309,7 +314,9 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     evt_status st = EVT_OK;
     *text = NULL;
     if (!evt_qwen3_preset(o->model, &c) && (st = evt_qwen3_load_config(o->model, &c, d))) return st;
-    if (o->batch < 1 || o->ctx < 1 || o->steps < 1)
+    /* with a prompt the cache fills from position 0: it must hold the prompt and the generated tokens */
+    const int64_t ctx = o->prompt_len > 0 ? o->prompt_len : o->ctx;
+    if (o->batch < 1 || ctx < 1 || o->steps < 1)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
     evt_qwen3_opts bo = o->build;
     bo.fuse_norm = evt_decode_fuse_norm(o->batch, o->norms, &bo.fold_norms);
@@ -331,8 +338,8 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
                               (long long)o->batch, (long long)bo.max_batch);
     /* cache capacity rounded up to 1024 tokens: runs with different step
        counts build the same program (and hit the compiled-kernel cache) */
-    if (!bo.max_ctx) bo.max_ctx = (o->ctx + o->steps + 1 + 1023) / 1024 * 1024;
-    if (o->ctx + o->steps >= bo.max_ctx)
+    if (!bo.max_ctx) bo.max_ctx = (ctx + o->steps + 1 + 1023) / 1024 * 1024;
+    if (ctx + o->steps >= bo.max_ctx)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: ctx + steps must stay below the cache capacity %lld",
                               (long long)bo.max_ctx);
     /* the weight stream and the early loads take the prefetch calls */
@@ -383,6 +390,19 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         evt_graph_free(g);
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: at most %d extra schedules", EVT_DECODE_MAX_ALSO);
     }
+    if (o->prompt_len < 0 || (o->prompt_len && !o->prompt) || (o->prompt_len && o->dump_dir)) {
+        evt_graph_free(g);
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
+                              o->prompt_len && o->dump_dir ? "decode: a prompt and --dump together are not supported (the "
+                                                             "dump's replay feeds each step the tokens generated before it)"
+                                                           : "decode: a prompt needs its tokens");
+    }
+    for (int64_t i = 0; i < o->prompt_len; i++)
+        if (o->prompt[i] < 0 || o->prompt[i] >= c.vocab_size) {
+            evt_graph_free(g);
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompt token %lld is %d, outside the vocabulary [0, %lld)",
+                                  (long long)i, o->prompt[i], (long long)c.vocab_size);
+        }
     for (int k = 0; k < o->nalso; k++) unfused |= o->also[k] == EVT_SCHED_UNFUSED;
     st = evt_module_build(g, o->backend, &o->compile, unfused, &m, d);
     if (st) return st;
@@ -404,9 +424,12 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     st = evt_buffers_new(mg, sym, o->build.seed, 0xff, &b, d);
     if (!st && o->check) st = evt_buffers_new(mg, sym, o->build.seed, 0xfe, &ref, d);
     if (st) goto out;
-    init_positions(mg, b, o->batch, o->ctx);
-    if (ref) init_positions(mg, ref, o->batch, o->ctx);
-    if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, now_s() - t0);
+    const int32_t *prompt = o->prompt_len ? o->prompt : NULL;
+    const int64_t launches = prompt ? o->prompt_len - 1 + o->steps : o->steps; /* the prompt's steps, then the generated */
+    init_positions(mg, b, o->batch, o->ctx, prompt);
+    if (ref) init_positions(mg, ref, o->batch, o->ctx, prompt);
+    if (!o->quiet && prompt) fprintf(stderr, "decode: weights generated in %.1f s; a %lld-token prompt\n", now_s() - t0, (long long)o->prompt_len);
+    else if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, now_s() - t0);
     if (o->weights) {
         t0 = now_s();
         if ((st = evt_qwen3_load_weights(o->weights, &c, o->norms != EVT_NORMS_UNFOLDED, mg, b, d))) goto out;
@@ -414,9 +437,12 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         if (!o->quiet) fprintf(stderr, "decode: weights read from %s in %.1f s\n", o->weights, now_s() - t0);
     }
     if (o->dump_dir && (st = dump_inputs(o->dump_dir, &c, o, mg, b, &manifest, d))) goto out;
-    tokens = calloc((size_t)(o->steps * o->batch + 1), sizeof(int32_t));
+    tokens = calloc((size_t)(launches * o->batch + 1), sizeof(int32_t));
+    if (!tokens) { st = EVT_ERR_NOMEM; goto out; }
     double sum = 0, last_report = now_s();
-    for (int64_t s = 0; s < o->steps; s++) {
+    for (int64_t s = 0; s < launches; s++) {
+        /* the prompt's next token while it lasts, then the generated ones */
+        const int32_t forced = prompt && s + 1 < o->prompt_len ? prompt[s + 1] : -1;
         evt_run_stats rs;
         if ((st = evt_module_run(m, sym, b, &o->run, &rs, d))) goto out;
         r->ntasks = rs.ntasks;
@@ -442,7 +468,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
                step failed), so that one flip does not fail every later step */
             memcpy(evt_buffers_data(ref, tensor_id(mg, "next"), NULL), evt_buffers_data(b, tensor_id(mg, "next"), NULL),
                    (size_t)o->batch * sizeof(int32_t));
-            advance(mg, ref, o->batch);
+            advance(mg, ref, o->batch, forced);
         }
         if (s == 0 && manifest) {
             size_t n;
@@ -455,13 +481,14 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
             json_tensor(manifest, mg, b, tensor_id(mg, "next"), "step0_next.bin", 0);
             fprintf(manifest, "\n  ],\n");
         }
-        advance(mg, b, o->batch);
+        if (prompt && o->generated && s + 1 >= o->prompt_len) o->generated[s + 1 - o->prompt_len] = tokens[s * o->batch];
+        advance(mg, b, o->batch, forced);
         if (!o->quiet && now_s() - last_report > 1.0) {
-            fprintf(stderr, "decode: step %lld/%lld, last %.3f ms\n", (long long)s + 1, (long long)o->steps, rs.launch_ms);
+            fprintf(stderr, "decode: step %lld/%lld, last %.3f ms\n", (long long)s + 1, (long long)launches, rs.launch_ms);
             last_report = now_s();
         }
     }
-    r->ms_per_token = o->steps > 1 ? sum / (double)(o->steps - 1) : r->first_ms;
+    r->ms_per_token = launches > 1 ? sum / (double)(launches - 1) : r->first_ms;
     if (o->backend == EVT_BACKEND_CUDA) {
         /* launches above include host<->device copies of every tensor; the
            time per token is measured on back-to-back launches of the same

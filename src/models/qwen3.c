@@ -137,7 +137,24 @@ evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag
         st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: 'head_dim' must be a positive integer", path);
     cJSON *v;
     c->rms_norm_eps = (v = cJSON_GetObjectItem(j, "rms_norm_eps")) && cJSON_IsNumber(v) ? v->valuedouble : 1e-6;
-    c->rope_theta = (v = cJSON_GetObjectItem(j, "rope_theta")) && cJSON_IsNumber(v) ? v->valuedouble : 1e6;
+    /* theta at the top (transformers 4) or in rope_parameters (transformers 5
+       writes it there); a scaled RoPE (yarn, linear, ...) is not this model */
+    const cJSON *rp = cJSON_GetObjectItem(j, "rope_parameters"), *rs = cJSON_GetObjectItem(j, "rope_scaling");
+    c->rope_theta = (v = cJSON_GetObjectItem(j, "rope_theta")) && cJSON_IsNumber(v)                      ? v->valuedouble
+                    : cJSON_IsObject(rp) && (v = cJSON_GetObjectItem(rp, "rope_theta")) && cJSON_IsNumber(v) ? v->valuedouble
+                                                                                                             : 1e6;
+    for (int k = 0; k < 2 && !st; k++) {
+        const cJSON *r = k ? rs : rp, *t = cJSON_IsObject(r) ? cJSON_GetObjectItem(r, "rope_type") : NULL;
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "default"))
+            st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: rope_type '%s': only the default RoPE is built", path,
+                                t->valuestring);
+    }
+    if (!st && (v = cJSON_GetObjectItem(j, "attention_bias")) && cJSON_IsTrue(v))
+        st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: attention_bias: the model is built without biases", path);
+    if (!st && (v = cJSON_GetObjectItem(j, "use_sliding_window")) && cJSON_IsTrue(v))
+        st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: use_sliding_window: every layer is built with full attention", path);
+    if (!st && cJSON_GetObjectItem(j, "num_experts"))
+        st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: num_experts: a mixture-of-experts model (the dense builder only)", path);
     c->tie_word_embeddings = (v = cJSON_GetObjectItem(j, "tie_word_embeddings")) && cJSON_IsTrue(v);
     cJSON_Delete(j);
     if (!st && (c->num_attention_heads % c->num_key_value_heads || c->head_dim % 2 || c->head_dim > 1024))

@@ -13,7 +13,8 @@
 # weights); the reference then runs with unit norm weights over the same
 # matrices (qwen3_ref.py); tiny-b2-unfolded keeps the classic model. The
 # -ckpt cases decode a Hugging Face checkpoint (`--weights`, written by
-# qwen3_ckpt.py) and compare with that checkpoint's transformers model.
+# qwen3_ckpt.py) and compare with that checkpoint's transformers model;
+# tiny-b2-prompt generates from a prompt (`--prompt`) and checks the tokens.
 # Prints "N passed, N failed"; exit status 1 on any failure.
 set -u
 cd "$(dirname "$0")/../.."
@@ -54,6 +55,30 @@ run_ckpt_case() { # name config batch ctx steps [extra evtc args]
     REF_ARGS="--hf-checkpoint $ck" run_case "$name" "$cfg" "$@" --weights "$ck"
     rm -rf "$ck"
 }
+# a prompt (`--prompt`) on an untied checkpoint read through its own
+# config.json, the generated tokens against the checkpoint's model
+# (qwen3_generate.py: greedy choices or near-ties)
+run_gen_case() { # name config batch steps prompt
+    local name=$1 cfg=$2 b=$3 steps=$4 prompt=$5 ck gen
+    ck=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
+    echo "== $name: evtc decode --model CKPT/config.json --weights CKPT --batch $b --steps $steps --prompt $prompt --backend cuda --check"
+    if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$ck" --untied --std 0.1 > "$LOG/$name.ckpt.log" 2>&1; then
+        echo "   FAIL: qwen3_ckpt.py"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$ck"; return
+    fi
+    if ! build/evtc decode --model "$ck/config.json" --weights "$ck" --batch "$b" --steps "$steps" --prompt "$prompt" \
+        --backend cuda --check > "$LOG/$name.decode.log" 2>&1; then
+        echo "   FAIL: evtc decode failed"; tail -15 "$LOG/$name.decode.log"; fail=$((fail + 1)); rm -rf "$ck"; return
+    fi
+    grep -E "ms/token|^generated|^check" "$LOG/$name.decode.log" | sed 's/^/   /'
+    gen=$(sed -n 's/^generated: //p' "$LOG/$name.decode.log" | tr ' ' ',')
+    if $PY tests/gpu/qwen3_generate.py "$ck" --prompt "$prompt" --generated "$gen" > "$LOG/$name.ref.log" 2>&1; then
+        pass=$((pass + 1)); sed 's/^/   /' "$LOG/$name.ref.log"
+    else
+        fail=$((fail + 1)); sed 's/^/   /' "$LOG/$name.ref.log"; echo "   FAIL"
+    fi
+    rm -rf "$ck"
+}
+run_gen_case tiny-b2-prompt examples/qwen3-tiny.json 2 24 17,200,3,91,42
 run_ckpt_case tiny-b3-ckpt examples/qwen3-tiny.json 3 32 4
 run_ckpt_case tiny-b2-ckpt-unfolded examples/qwen3-tiny.json 2 32 4 --norms unfolded
 run_ckpt_case mid-b20-ckpt tests/gpu/qwen3-mid.json 20 64 2
