@@ -14,7 +14,9 @@
 # matrices (qwen3_ref.py); tiny-b2-unfolded keeps the classic model. The
 # -ckpt cases decode a Hugging Face checkpoint (`--weights`, written by
 # qwen3_ckpt.py) and compare with that checkpoint's transformers model;
-# tiny-b2-prompt generates from a prompt (`--prompt`) and checks the tokens.
+# tiny-b2-prompt and qwen3-0.6b-prompt (28 layers of Qwen3-0.6B's shapes,
+# untied, ~300 shards) generate from a prompt (`--prompt`) and check the
+# tokens.
 # Prints "N passed, N failed"; exit status 1 on any failure.
 set -u
 cd "$(dirname "$0")/../.."
@@ -87,6 +89,7 @@ run_case mid-b4 tests/gpu/qwen3-mid.json 4 64 4
 run_case mid-b20 tests/gpu/qwen3-mid.json 20 64 4
 run_case tiny-b2-unfolded examples/qwen3-tiny.json 2 32 8 --norms unfolded
 if [ "${1:-}" != "--quick" ]; then
+    run_gen_case qwen3-0.6b-prompt tests/gpu/qwen3-0.6b.json 1 16 785,6722,315,9625,374,1879,30
     run_case tiny-b5-dynamic examples/qwen3-tiny.json 5 40 4 --sched dynamic
     run_case qwen3-0.6b-b2 qwen3-0.6b 2 128 4
 fi
