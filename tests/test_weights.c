@@ -485,10 +485,11 @@ static void qwen3_checkpoint(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-/* --prompt on an untied checkpoint: the prompt fed from position 0, then
-   greedy tokens, against the plain model fed the same tokens (a token may
-   differ from the plain model's argmax only at a near-tie of its logits,
-   bf16 rounding's; the plain model then follows evtc's token). */
+/* --prompt on an untied checkpoint: two prompts of different lengths over
+   the requests, each fed from position 0, then greedy tokens, against the
+   plain model fed the same tokens (a token may differ from the plain
+   model's argmax only at a near-tie of its logits, bf16 rounding's; the
+   plain model then follows evtc's token). */
 static void prompt_generation(void **state)
 {
     (void)state;
@@ -503,60 +504,70 @@ static void prompt_generation(void **state)
     fclose(f);
     ckpt c;
     ckpt_write(dir, &c, 1);
-    enum { P = 5, S = 12 };
-    const int32_t prompt[P] = {17, 200, 3, 91, 42};
-    int32_t gen[S];
+    /* two prompts of different lengths: request b takes prompt b % 2 */
+    enum { S = 12, NP = 2 };
+    static const int32_t p0[] = {17, 200, 3, 91, 42}, p1[] = {250, 8};
+    const int32_t *const prompts[NP] = {p0, p1};
+    const int64_t lens[NP] = {5, 2};
+    int32_t gen[20 * S];
     for (int k = 0; k < 2; k++) {
-        evt_decode_opts o = {.model = cfg, .batch = 3 + 17 * k, .steps = S, .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1,
-                             .weights = dir, .prompt = prompt, .prompt_len = P, .generated = gen};
+        const int64_t B = 3 + 17 * k;
+        evt_decode_opts o = {.model = cfg, .batch = B, .steps = S, .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1,
+                             .weights = dir, .prompts = prompts, .prompt_lens = lens, .nprompts = NP, .generated = gen};
         o.run.workers = 4;
         o.run.sched = k ? EVT_SCHED_DYNAMIC : EVT_SCHED_STATIC;
         evt_decode_result r;
         evt_diag d;
         evt_diag_init(&d, "decode");
         if (evt_decode(&o, &r, &d)) fail_msg("decode --prompt: %s", d.text);
-        assert_int_equal(r.steps_checked, P - 1 + S);
+        assert_int_equal(r.steps_checked, 5 - 1 + S); /* the longest prompt's steps, then S */
         evt_diag_free(&d);
-        double *kc[L], *vc[L], logits[V];
-        for (int l = 0; l < L; l++) {
-            kc[l] = malloc((size_t)(P + S) * NKV * HD * sizeof(double));
-            vc[l] = malloc((size_t)(P + S) * NKV * HD * sizeof(double));
-        }
-        int32_t tok = prompt[0];
-        int distinct = 0;
-        for (int64_t s = 0; s < P - 1 + S; s++) {
-            qwen3_step(&c, tok, s, kc, vc, logits);
-            if (s + 1 < P) { tok = prompt[s + 1]; continue; }
-            int best = 0;
-            double mx = 0;
-            for (int i = 0; i < V; i++) {
-                if (logits[i] > logits[best]) best = i;
-                if (fabs(logits[i]) > mx) mx = fabs(logits[i]);
+        for (int64_t b = 0; b < B; b++) {
+            const int32_t *prompt = prompts[b % NP];
+            const int64_t P = lens[b % NP];
+            double *kc[L], *vc[L], logits[V];
+            for (int l = 0; l < L; l++) {
+                kc[l] = malloc((size_t)(P + S) * NKV * HD * sizeof(double));
+                vc[l] = malloc((size_t)(P + S) * NKV * HD * sizeof(double));
             }
-            const int32_t got = gen[s + 1 - P];
-            if (got != best && logits[best] - logits[got] > 2e-2 * mx)
-                fail_msg("batch %lld, generated token %lld: %d, the plain model's %d (logits %g vs %g)", (long long)o.batch,
-                         (long long)(s + 1 - P), got, best, logits[got], logits[best]);
-            distinct += s + 1 == P || got != tok;
-            tok = got;
+            int32_t tok = prompt[0];
+            int distinct = 0;
+            for (int64_t s = 0; s < P - 1 + S; s++) {
+                qwen3_step(&c, tok, s, kc, vc, logits);
+                if (s + 1 < P) { tok = prompt[s + 1]; continue; }
+                int best = 0;
+                double mx = 0;
+                for (int i = 0; i < V; i++) {
+                    if (logits[i] > logits[best]) best = i;
+                    if (fabs(logits[i]) > mx) mx = fabs(logits[i]);
+                }
+                const int32_t got = gen[b * S + s + 1 - P];
+                if (got != best && logits[best] - logits[got] > 2e-2 * mx)
+                    fail_msg("batch %lld, request %lld, generated token %lld: %d, the plain model's %d (logits %g vs %g)", (long long)B,
+                             (long long)b, (long long)(s + 1 - P), got, best, logits[got], logits[best]);
+                distinct += s + 1 == P || got != tok;
+                tok = got;
+            }
+            if (distinct < 3) fail_msg("request %lld: the generated tokens hardly change (%d changes)", (long long)b, distinct);
+            for (int l = 0; l < L; l++) { free(kc[l]); free(vc[l]); }
         }
-        if (distinct < 3) fail_msg("the generated tokens hardly change (%d changes): the test would not see a wrong step", distinct);
-        for (int l = 0; l < L; l++) { free(kc[l]); free(vc[l]); }
     }
     /* bad prompts: a token outside the vocabulary, with --dump */
-    evt_decode_opts o = {.model = cfg, .batch = 1, .steps = 1, .backend = EVT_BACKEND_CPU, .quiet = 1, .prompt = (int32_t[]){3, V},
-                         .prompt_len = 2};
+    const int32_t bad[2] = {3, V}, *const badp[2] = {p0, bad};
+    const int64_t badl[2] = {5, 2};
+    evt_decode_opts o = {.model = cfg, .batch = 1, .steps = 1, .backend = EVT_BACKEND_CPU, .quiet = 1, .prompts = badp,
+                         .prompt_lens = badl, .nprompts = 2};
     evt_decode_result r;
     evt_diag d;
     evt_diag_init(&d, "decode");
     assert_int_equal(evt_decode(&o, &r, &d), EVT_ERR_SHAPE);
-    if (!strstr(d.text, "prompt token 1 is 256, outside the vocabulary [0, 256)")) fail_msg("message: %s", d.text);
+    if (!strstr(d.text, "prompt 1's token 1 is 256, outside the vocabulary [0, 256)")) fail_msg("message: %s", d.text);
     evt_diag_free(&d);
-    o.prompt_len = 1;
+    o.nprompts = 1;
     o.dump_dir = "/tmp/evt_test_never_written";
     evt_diag_init(&d, "decode");
     assert_int_equal(evt_decode(&o, &r, &d), EVT_ERR_SHAPE);
-    assert_non_null(strstr(d.text, "a prompt and --dump together are not supported"));
+    assert_non_null(strstr(d.text, "prompts and --dump together are not supported"));
     evt_diag_free(&d);
     ckpt_free(&c);
     char cmd[160];

@@ -36,8 +36,10 @@ typedef struct cli {
     int check, counts, repeat;
     /* decode */
     const char *model, *dump, *emit_program, *weights;
-    int32_t *prompt;  /* --prompt's token ids (malloc'd) */
-    long long prompt_len;
+#define CLI_MAX_PROMPTS 128
+    int32_t *prompt[CLI_MAX_PROMPTS]; /* each --prompt's token ids (malloc'd) */
+    int64_t prompt_len[CLI_MAX_PROMPTS];
+    int nprompts;
     int ctx_given;
     int emit_only;
     long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices, slices_from;
@@ -68,9 +70,9 @@ static int usage(const char *msg)
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
             "                [--weights PATH]     (a Hugging Face safetensors checkpoint, file or directory of shards, for\n"
             "                                      the model's weights instead of random ones; the KV cache stays random)\n"
-            "                [--prompt ID,ID,...] (every request starts from this prompt at position 0 instead of a random\n"
-            "                                      cache of --ctx tokens, then --steps tokens are generated greedily and\n"
-            "                                      printed; not with --ctx or --dump)\n"
+            "                [--prompt ID,ID,...]... (request b starts from the (b mod N)-th of N prompts at position 0\n"
+            "                                      instead of a random cache of --ctx tokens, then generates --steps tokens\n"
+            "                                      greedily, printed per prompt; not with --ctx or --dump)\n"
             "                [--lm-waves N]       (LM-head tiles: N x --tiles, at most one a vocabulary row; default 2)\n"
             "                [--dn-slices N]      (norm calls: the down projection in N k slices at batch 33-64, the next\n"
             "                                      norm adding them; default 4 there with a TMA ring, else 1: whole K)\n"
@@ -114,25 +116,26 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
     return 1;
 }
 
-/* "5,17,3": token ids into c->prompt (at most 1 << 20 of them). */
+/* "5,17,3": another prompt's token ids (at most 1 << 20 of them). */
 static int parse_prompt(const char *v, cli *c)
 {
-    free(c->prompt);
-    c->prompt = NULL;
-    c->prompt_len = 0;
     long long n = 1;
     for (const char *p = v; *p; p++) n += *p == ',';
-    if (n > (1 << 20) || !(c->prompt = malloc((size_t)n * sizeof(int32_t)))) return 0;
+    int32_t *ids;
+    if (c->nprompts == CLI_MAX_PROMPTS || n > (1 << 20) || !(ids = malloc((size_t)n * sizeof(int32_t)))) return 0;
+    c->prompt[c->nprompts] = ids;
+    int64_t *len = &c->prompt_len[c->nprompts++];
+    *len = 0;
     char buf[32];
     for (const char *p = v;; p++) {
         const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
+        size_t k = e ? (size_t)(e - p) : strlen(p);
         long long t;
-        if (len >= sizeof buf) return 0;
-        memcpy(buf, p, len);
-        buf[len] = 0;
+        if (k >= sizeof buf) return 0;
+        memcpy(buf, p, k);
+        buf[k] = 0;
         if (!parse_int(buf, 0, 2147483647LL, &t)) return 0;
-        c->prompt[c->prompt_len++] = (int32_t)t;
+        ids[(*len)++] = (int32_t)t;
         if (!e) return 1;
         p = e;
     }
@@ -180,7 +183,11 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--weights")) { NEED(); c->weights = v; }
         else if (!strcmp(a, "--prompt")) {
             NEED();
-            if (!parse_prompt(v, c)) { fprintf(stderr, "evtc: --prompt %s: expected token ids 0..2147483647, comma-separated\n", v); return 2; }
+            if (!parse_prompt(v, c)) {
+                fprintf(stderr, "evtc: --prompt %s: expected token ids 0..2147483647, comma-separated (at most %d prompts)\n", v,
+                        CLI_MAX_PROMPTS);
+                return 2;
+            }
         }
         else if (!strcmp(a, "--emit-program")) { NEED(); c->emit_program = v; }
         else if (!strcmp(a, "--batch")) { NEED(); if (!parse_int(v, 1, 4096, &c->batch)) { fprintf(stderr, "evtc: --batch %s: expected 1..4096\n", v); return 2; } }
@@ -482,13 +489,14 @@ static int cmd_decode(cli *c)
     if (c->backend_auto) c->backend = evt_cuda_available() ? EVT_BACKEND_CUDA : EVT_BACKEND_CPU;
     evt_decode_opts o = {.model = c->model, .batch = c->batch, .ctx = c->ctx, .steps = c->steps, .backend = c->backend,
                          .run = c->run, .check = c->check, .dump_dir = c->dump,
-                         .weights = c->weights, .prompt = c->prompt, .prompt_len = c->prompt_len};
-    if (c->prompt && c->ctx_given) {
+                         .weights = c->weights, .prompts = (const int32_t *const *)c->prompt, .prompt_lens = c->prompt_len,
+                         .nprompts = c->nprompts};
+    if (c->nprompts && c->ctx_given) {
         fprintf(stderr, "evtc: decode: --prompt fills the cache from position 0; give it or --ctx, not both\n");
         return 2;
     }
-    int32_t *generated = c->prompt ? calloc((size_t)c->steps, sizeof(int32_t)) : NULL;
-    if (c->prompt && !generated) { fprintf(stderr, "evtc: out of memory\n"); return 1; }
+    int32_t *generated = c->nprompts ? calloc((size_t)(c->batch * c->steps), sizeof(int32_t)) : NULL;
+    if (c->nprompts && !generated) { fprintf(stderr, "evtc: out of memory\n"); return 1; }
     o.generated = generated;
     o.build.attn_splits = c->splits;
     o.build.attn_rows = c->attn_rows;
@@ -538,15 +546,18 @@ static int cmd_decode(cli *c)
         if (!evt_qwen3_preset(c->model, &cfg)) evt_qwen3_load_config(c->model, &cfg, NULL);
         double wb = evt_qwen3_weight_bytes(&cfg);
         char ctx[48];
-        if (c->prompt) snprintf(ctx, sizeof ctx, "a %lld-token prompt", c->prompt_len);
+        if (c->nprompts == 1) snprintf(ctx, sizeof ctx, "a %lld-token prompt", (long long)c->prompt_len[0]);
+        else if (c->nprompts) snprintf(ctx, sizeof ctx, "%d prompts", c->nprompts);
         else snprintf(ctx, sizeof ctx, "ctx %lld", c->ctx);
         printf("decode %s: batch %lld, %s, %lld steps, %s schedule on %s: %.3f ms/token (first step %.3f ms), "
                "%lld tasks/step, weights %.3f GB/step (%.1f GB/s)\n",
                c->model, c->batch, ctx, c->steps, evt_sched_name(c->run.sched), evt_backend_name(o.backend), r.ms_per_token,
                r.first_ms, (long long)r.ntasks, wb / 1e9, r.ms_per_token > 0 ? wb / 1e6 / r.ms_per_token : 0);
-        if (c->prompt) { /* every request had the same prompt: request 0's tokens */
-            printf("generated:");
-            for (long long k = 0; k < c->steps; k++) printf(" %d", generated[k]);
+        /* request b had prompt b % nprompts: the first requests' tokens stand for the rest */
+        for (long long b = 0; b < c->nprompts && b < c->batch; b++) {
+            if (c->nprompts == 1) printf("generated:");
+            else printf("generated[%lld]:", b);
+            for (long long k = 0; k < c->steps; k++) printf(" %d", generated[b * c->steps + k]);
             printf("\n");
         }
         if (r.stream_ring_bytes)
@@ -585,7 +596,7 @@ int main(int argc, char **argv)
     if (!strcmp(c.cmd, "run")) return cmd_run(&c);
     if (!strcmp(c.cmd, "decode")) {
         rc = cmd_decode(&c);
-        free(c.prompt);
+        for (int i = 0; i < c.nprompts; i++) free(c.prompt[i]);
         return rc;
     }
     fprintf(stderr, "evtc: unknown command '%s'\n", c.cmd);

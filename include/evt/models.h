@@ -267,12 +267,17 @@ typedef struct evt_decode_opts {
     const char *dump_dir;  /* write inputs, weights and per-step tokens here */
     const char *weights;   /* a safetensors checkpoint (file or directory) instead of random weights
                               (evt_qwen3_load_weights); the KV cache stays random */
-    const int32_t *prompt; /* prompt_len token ids: every request starts at position 0 with an empty
-                              cache, the prompt is fed one token a step (its steps teacher-forced), then
-                              `steps` tokens are generated greedily: prompt_len - 1 + steps launches,
-                              `ctx` unused; not with dump_dir */
-    int64_t prompt_len;
-    int32_t *generated;    /* with a prompt, if set: receives request 0's `steps` generated tokens */
+    /* Prompts instead of a random cache (`ctx` then unused; not with dump_dir):
+       request b starts from prompts[b % nprompts] (prompt_lens[b % nprompts]
+       token ids) at position 0 with an empty cache. Its prompt goes in one
+       token a step (teacher-forced), then it generates greedily: max(prompt
+       lengths) - 1 + steps launches, so every request generates at least
+       `steps` tokens (those with shorter prompts start earlier). */
+    const int32_t *const *prompts;
+    const int64_t *prompt_lens;
+    int nprompts;
+    int32_t *generated;    /* with prompts, if set: batch x steps, request b's first `steps` generated
+                              tokens at [b * steps, (b + 1) * steps) */
     int quiet;
     evt_qwen3_opts build;  /* (its fuse_norm and fold_norms are set from `norms`) */
     evt_decode_norms norms;

@@ -28,14 +28,27 @@ static int tensor_id(const evt_graph *g, const char *name)
     return t ? t->id : -1;
 }
 
-/* Sets each request's position (context lengths differ a little; with a
- * prompt, 0 and its first token). */
-static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx, const int32_t *prompt)
+/* Prompts (evt_decode_opts.prompts): request b's token ids and their count. */
+typedef struct prompt_set {
+    const int32_t *const *ids;
+    const int64_t *lens;
+    int n;
+} prompt_set;
+static const int32_t *prompt_of(const prompt_set *p, int64_t b, int64_t *len)
+{
+    *len = p->lens[b % p->n];
+    return p->ids[b % p->n];
+}
+
+/* Sets each request's position (context lengths differ a little; with
+ * prompts, 0 and the prompt's first token). */
+static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx, const prompt_set *p)
 {
     int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL), *tok = evt_buffers_data(b, tensor_id(g, "tok"), NULL);
     for (int64_t r = 0; r < B; r++) {
-        pos[r] = prompt ? 0 : (int32_t)(ctx > 4 ? ctx - r % 4 : ctx);
-        if (prompt) tok[r] = prompt[0];
+        int64_t len;
+        pos[r] = p ? 0 : (int32_t)(ctx > 4 ? ctx - r % 4 : ctx);
+        if (p) tok[r] = prompt_of(p, r, &len)[0];
     }
 }
 
@@ -51,14 +64,19 @@ static void copy_weights(const evt_graph *g, evt_buffers *from, evt_buffers *to)
     }
 }
 
-/* The next step's inputs: each request's `next` (or `forced`, a prompt's
-   next token, when >= 0) at the next position. */
-static void advance(const evt_graph *g, evt_buffers *b, int64_t B, int32_t forced)
+/* The next step's inputs after launch s: each request's `next` at the next
+   position, or, while a request's prompt lasts, the prompt's next token. */
+static void advance(const evt_graph *g, evt_buffers *b, int64_t B, const prompt_set *p, int64_t s)
 {
     int32_t *tok = evt_buffers_data(b, tensor_id(g, "tok"), NULL);
     int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL);
     const int32_t *next = evt_buffers_data(b, tensor_id(g, "next"), NULL);
-    for (int64_t r = 0; r < B; r++) { tok[r] = forced >= 0 ? forced : next[r]; pos[r]++; }
+    for (int64_t r = 0; r < B; r++) {
+        int64_t len = 0;
+        const int32_t *ids = p ? prompt_of(p, r, &len) : NULL;
+        tok[r] = s + 1 < len ? ids[s + 1] : next[r];
+        pos[r]++;
+    }
 }
 
 /* --check's comparison of one GPU step with the reference (rtol > 0;
@@ -314,8 +332,10 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     evt_status st = EVT_OK;
     *text = NULL;
     if (!evt_qwen3_preset(o->model, &c) && (st = evt_qwen3_load_config(o->model, &c, d))) return st;
-    /* with a prompt the cache fills from position 0: it must hold the prompt and the generated tokens */
-    const int64_t ctx = o->prompt_len > 0 ? o->prompt_len : o->ctx;
+    /* with prompts the cache fills from position 0: it must hold the longest and the generated tokens */
+    int64_t ctx = o->nprompts > 0 ? 0 : o->ctx;
+    for (int i = 0; i < o->nprompts && o->prompt_lens; i++)
+        if (o->prompt_lens[i] > ctx) ctx = o->prompt_lens[i];
     if (o->batch < 1 || ctx < 1 || o->steps < 1)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
     evt_qwen3_opts bo = o->build;
@@ -390,19 +410,26 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         evt_graph_free(g);
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: at most %d extra schedules", EVT_DECODE_MAX_ALSO);
     }
-    if (o->prompt_len < 0 || (o->prompt_len && !o->prompt) || (o->prompt_len && o->dump_dir)) {
+    if (o->nprompts < 0 || (o->nprompts && (!o->prompts || !o->prompt_lens)) || (o->nprompts && o->dump_dir)) {
         evt_graph_free(g);
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
-                              o->prompt_len && o->dump_dir ? "decode: a prompt and --dump together are not supported (the "
-                                                             "dump's replay feeds each step the tokens generated before it)"
-                                                           : "decode: a prompt needs its tokens");
+                              o->nprompts > 0 && o->dump_dir ? "decode: prompts and --dump together are not supported (the "
+                                                               "dump's replay feeds each step the tokens generated before it)"
+                                                             : "decode: prompts need their tokens and lengths");
     }
-    for (int64_t i = 0; i < o->prompt_len; i++)
-        if (o->prompt[i] < 0 || o->prompt[i] >= c.vocab_size) {
+    for (int i = 0; i < o->nprompts; i++) {
+        if (o->prompt_lens[i] < 1 || !o->prompts[i]) {
             evt_graph_free(g);
-            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompt token %lld is %d, outside the vocabulary [0, %lld)",
-                                  (long long)i, o->prompt[i], (long long)c.vocab_size);
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompt %d is empty", i);
         }
+        for (int64_t k = 0; k < o->prompt_lens[i]; k++)
+            if (o->prompts[i][k] < 0 || o->prompts[i][k] >= c.vocab_size) {
+                evt_graph_free(g);
+                return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
+                                      "decode: prompt %d's token %lld is %d, outside the vocabulary [0, %lld)", i, (long long)k,
+                                      o->prompts[i][k], (long long)c.vocab_size);
+            }
+    }
     for (int k = 0; k < o->nalso; k++) unfused |= o->also[k] == EVT_SCHED_UNFUSED;
     st = evt_module_build(g, o->backend, &o->compile, unfused, &m, d);
     if (st) return st;
@@ -424,11 +451,15 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     st = evt_buffers_new(mg, sym, o->build.seed, 0xff, &b, d);
     if (!st && o->check) st = evt_buffers_new(mg, sym, o->build.seed, 0xfe, &ref, d);
     if (st) goto out;
-    const int32_t *prompt = o->prompt_len ? o->prompt : NULL;
-    const int64_t launches = prompt ? o->prompt_len - 1 + o->steps : o->steps; /* the prompt's steps, then the generated */
-    init_positions(mg, b, o->batch, o->ctx, prompt);
-    if (ref) init_positions(mg, ref, o->batch, o->ctx, prompt);
-    if (!o->quiet && prompt) fprintf(stderr, "decode: weights generated in %.1f s; a %lld-token prompt\n", now_s() - t0, (long long)o->prompt_len);
+    const prompt_set ps = {o->prompts, o->prompt_lens, o->nprompts}, *prompts = o->nprompts ? &ps : NULL;
+    int64_t longest = 0;
+    for (int i = 0; i < o->nprompts; i++) longest = o->prompt_lens[i] > longest ? o->prompt_lens[i] : longest;
+    const int64_t launches = prompts ? longest - 1 + o->steps : o->steps; /* the prompts' steps, then the generated */
+    init_positions(mg, b, o->batch, o->ctx, prompts);
+    if (ref) init_positions(mg, ref, o->batch, o->ctx, prompts);
+    if (!o->quiet && prompts)
+        fprintf(stderr, "decode: weights generated in %.1f s; %d prompt%s of up to %lld tokens\n", now_s() - t0, o->nprompts,
+                o->nprompts > 1 ? "s" : "", (long long)longest);
     else if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, now_s() - t0);
     if (o->weights) {
         t0 = now_s();
@@ -441,8 +472,6 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (!tokens) { st = EVT_ERR_NOMEM; goto out; }
     double sum = 0, last_report = now_s();
     for (int64_t s = 0; s < launches; s++) {
-        /* the prompt's next token while it lasts, then the generated ones */
-        const int32_t forced = prompt && s + 1 < o->prompt_len ? prompt[s + 1] : -1;
         evt_run_stats rs;
         if ((st = evt_module_run(m, sym, b, &o->run, &rs, d))) goto out;
         r->ntasks = rs.ntasks;
@@ -468,7 +497,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
                step failed), so that one flip does not fail every later step */
             memcpy(evt_buffers_data(ref, tensor_id(mg, "next"), NULL), evt_buffers_data(b, tensor_id(mg, "next"), NULL),
                    (size_t)o->batch * sizeof(int32_t));
-            advance(mg, ref, o->batch, forced);
+            advance(mg, ref, o->batch, prompts, s);
         }
         if (s == 0 && manifest) {
             size_t n;
@@ -481,8 +510,13 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
             json_tensor(manifest, mg, b, tensor_id(mg, "next"), "step0_next.bin", 0);
             fprintf(manifest, "\n  ],\n");
         }
-        if (prompt && o->generated && s + 1 >= o->prompt_len) o->generated[s + 1 - o->prompt_len] = tokens[s * o->batch];
-        advance(mg, b, o->batch, forced);
+        for (int64_t r = 0; prompts && o->generated && r < o->batch; r++) { /* request r's k-th generated token */
+            int64_t len;
+            prompt_of(prompts, r, &len);
+            const int64_t k = s + 1 - len;
+            if (k >= 0 && k < o->steps) o->generated[r * o->steps + k] = tokens[s * o->batch + r];
+        }
+        advance(mg, b, o->batch, prompts, s);
         if (!o->quiet && now_s() - last_report > 1.0) {
             fprintf(stderr, "decode: step %lld/%lld, last %.3f ms\n", (long long)s + 1, (long long)launches, rs.launch_ms);
             last_report = now_s();

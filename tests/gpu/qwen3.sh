@@ -14,7 +14,7 @@
 # matrices (qwen3_ref.py); tiny-b2-unfolded keeps the classic model. The
 # -ckpt cases decode a Hugging Face checkpoint (`--weights`, written by
 # qwen3_ckpt.py) and compare with that checkpoint's transformers model;
-# tiny-b2-prompt and qwen3-0.6b-prompt (28 layers of Qwen3-0.6B's shapes,
+# tiny-b3-prompts (two prompts of different lengths) and qwen3-0.6b-prompt (28 layers of Qwen3-0.6B's shapes,
 # untied, ~300 shards) generate from a prompt (`--prompt`) and check the
 # tokens.
 # Prints "N passed, N failed"; exit status 1 on any failure.
@@ -60,27 +60,32 @@ run_ckpt_case() { # name config batch ctx steps [extra evtc args]
 # a prompt (`--prompt`) on an untied checkpoint read through its own
 # config.json, the generated tokens against the checkpoint's model
 # (qwen3_generate.py: greedy choices or near-ties)
-run_gen_case() { # name config batch steps prompt
-    local name=$1 cfg=$2 b=$3 steps=$4 prompt=$5 ck gen
+run_gen_case() { # name config batch steps prompt [prompt ...] (request b takes prompt b mod N)
+    local name=$1 cfg=$2 b=$3 steps=$4 ck gen i ok=1
+    shift 4
+    local prompts=("$@") pargs=()
+    for i in "${prompts[@]}"; do pargs+=(--prompt "$i"); done
     ck=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
-    echo "== $name: evtc decode --model CKPT/config.json --weights CKPT --batch $b --steps $steps --prompt $prompt --backend cuda --check"
+    echo "== $name: evtc decode --model CKPT/config.json --weights CKPT --batch $b --steps $steps ${pargs[*]} --backend cuda --check"
     if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$ck" --untied --std 0.1 > "$LOG/$name.ckpt.log" 2>&1; then
         echo "   FAIL: qwen3_ckpt.py"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$ck"; return
     fi
-    if ! build/evtc decode --model "$ck/config.json" --weights "$ck" --batch "$b" --steps "$steps" --prompt "$prompt" \
+    if ! build/evtc decode --model "$ck/config.json" --weights "$ck" --batch "$b" --steps "$steps" "${pargs[@]}" \
         --backend cuda --check > "$LOG/$name.decode.log" 2>&1; then
         echo "   FAIL: evtc decode failed"; tail -15 "$LOG/$name.decode.log"; fail=$((fail + 1)); rm -rf "$ck"; return
     fi
     grep -E "ms/token|^generated|^check" "$LOG/$name.decode.log" | sed 's/^/   /'
-    gen=$(sed -n 's/^generated: //p' "$LOG/$name.decode.log" | tr ' ' ',')
-    if $PY tests/gpu/qwen3_generate.py "$ck" --prompt "$prompt" --generated "$gen" > "$LOG/$name.ref.log" 2>&1; then
-        pass=$((pass + 1)); sed 's/^/   /' "$LOG/$name.ref.log"
-    else
-        fail=$((fail + 1)); sed 's/^/   /' "$LOG/$name.ref.log"; echo "   FAIL"
-    fi
+    : > "$LOG/$name.ref.log"
+    for i in "${!prompts[@]}"; do
+        if [ ${#prompts[@]} -eq 1 ]; then gen=$(sed -n 's/^generated: //p' "$LOG/$name.decode.log" | tr ' ' ',')
+        else gen=$(sed -n "s/^generated\[$i\]: //p" "$LOG/$name.decode.log" | tr ' ' ','); fi
+        $PY tests/gpu/qwen3_generate.py "$ck" --prompt "${prompts[$i]}" --generated "$gen" >> "$LOG/$name.ref.log" 2>&1 || ok=0
+    done
+    grep -v "Loading" "$LOG/$name.ref.log" | sed 's/^/   /'
+    if [ $ok = 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "   FAIL"; fi
     rm -rf "$ck"
 }
-run_gen_case tiny-b2-prompt examples/qwen3-tiny.json 2 24 17,200,3,91,42
+run_gen_case tiny-b3-prompts examples/qwen3-tiny.json 3 24 17,200,3,91,42 250,8
 run_ckpt_case tiny-b3-ckpt examples/qwen3-tiny.json 3 32 4
 run_ckpt_case tiny-b2-ckpt-unfolded examples/qwen3-tiny.json 2 32 4 --norms unfolded
 run_ckpt_case mid-b20-ckpt tests/gpu/qwen3-mid.json 20 64 2
