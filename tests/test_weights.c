@@ -512,8 +512,9 @@ static void prompt_generation(void **state)
     int32_t gen[20 * S];
     for (int k = 0; k < 2; k++) {
         const int64_t B = 3 + 17 * k;
-        evt_decode_opts o = {.model = cfg, .batch = B, .steps = S, .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1,
-                             .weights = dir, .prompts = prompts, .prompt_lens = lens, .nprompts = NP, .generated = gen};
+        /* the second run names the checkpoint's directory as the model: its config.json and its weights */
+        evt_decode_opts o = {.model = k ? dir : cfg, .batch = B, .steps = S, .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1,
+                             .weights = k ? NULL : dir, .prompts = prompts, .prompt_lens = lens, .nprompts = NP, .generated = gen};
         o.run.workers = 4;
         o.run.sched = k ? EVT_SCHED_DYNAMIC : EVT_SCHED_STATIC;
         evt_decode_result r;

@@ -65,7 +65,7 @@ static int usage(const char *msg)
             "                [--early-push] [--pop-batch K] [--repeat N] [--trust-counts]\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device, no task records)\n"
             "                [--tma-ring BYTES]   (GPU: shared memory the GEMV tiles' TMA ring may take; 0 or unset: none)\n"
-            "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json --batch B --ctx N --steps S\n"
+            "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json|CHECKPOINT_DIR --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
             "                [--weights PATH]     (a Hugging Face safetensors checkpoint, file or directory of shards, for\n"

@@ -33,7 +33,9 @@ typedef struct evt_qwen3_config {
 
 /* qwen3-0.6b, qwen3-1.7b, qwen3-8b. Returns 0 for an unknown name. */
 int evt_qwen3_preset(const char *name, evt_qwen3_config *c);
-/* Reads a config.json (missing head_dim: hidden / heads). */
+/* Reads a config.json, or a checkpoint directory's (missing head_dim:
+   hidden / heads). Fields the builder cannot honour (a scaled RoPE,
+   attention biases, sliding windows, experts) are errors. */
 evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d);
 
 /* Fills the weight tensors of a decode program that evt_qwen3_program built
@@ -259,7 +261,8 @@ int evt_decode_waits_in_tile(int64_t hidden_size);
 int evt_decode_gate_up_every(int64_t intermediate_size, int64_t target_tasks);
 
 typedef struct evt_decode_opts {
-    const char *model;     /* preset name or path to config.json */
+    const char *model;     /* preset name, path to config.json, or a checkpoint directory (its
+                              config.json, and its weights unless `weights` is set) */
     int64_t batch, ctx, steps;
     evt_backend backend;
     evt_run_opts run;

@@ -461,11 +461,14 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         fprintf(stderr, "decode: weights generated in %.1f s; %d prompt%s of up to %lld tokens\n", now_s() - t0, o->nprompts,
                 o->nprompts > 1 ? "s" : "", (long long)longest);
     else if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, now_s() - t0);
-    if (o->weights) {
+    /* a checkpoint's directory as the model: its weights too, unless given */
+    struct stat sb;
+    const char *weights = o->weights ? o->weights : !stat(o->model, &sb) && S_ISDIR(sb.st_mode) ? o->model : NULL;
+    if (weights) {
         t0 = now_s();
-        if ((st = evt_qwen3_load_weights(o->weights, &c, o->norms != EVT_NORMS_UNFOLDED, mg, b, d))) goto out;
+        if ((st = evt_qwen3_load_weights(weights, &c, o->norms != EVT_NORMS_UNFOLDED, mg, b, d))) goto out;
         if (ref) copy_weights(mg, b, ref);
-        if (!o->quiet) fprintf(stderr, "decode: weights read from %s in %.1f s\n", o->weights, now_s() - t0);
+        if (!o->quiet) fprintf(stderr, "decode: weights read from %s in %.1f s\n", weights, now_s() - t0);
     }
     if (o->dump_dir && (st = dump_inputs(o->dump_dir, &c, o, mg, b, &manifest, d))) goto out;
     tokens = calloc((size_t)(launches * o->batch + 1), sizeof(int32_t));

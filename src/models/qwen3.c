@@ -82,6 +82,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <cjson/cJSON.h>
 #include "evt/models.h"
 
@@ -108,6 +109,13 @@ static int get_int(cJSON *j, const char *key, int64_t *out, int required)
 
 evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d)
 {
+    /* a checkpoint's directory: its config.json */
+    struct stat sb;
+    char in_dir[4096];
+    if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
+        snprintf(in_dir, sizeof in_dir, "%s/config.json", path);
+        path = in_dir;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) /* a name that is neither a file nor a preset: say both */
         return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0},
@@ -122,7 +130,7 @@ evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag
     free(buf);
     if (!j) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s is not valid JSON", path);
     memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%s", path);
+    snprintf(c->name, sizeof c->name, "%.63s", path); /* a display name (c->name has 64 bytes) */
     static const char *req[] = {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size"};
     int64_t *dst[] = {&c->hidden_size, &c->num_hidden_layers, &c->num_attention_heads, &c->intermediate_size, &c->vocab_size};
     evt_status st = EVT_OK;
