@@ -69,7 +69,7 @@ static int usage(const char *msg)
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
             "                [--weights PATH]     (a Hugging Face safetensors checkpoint, file or directory of shards, for\n"
-            "                                      the model's weights instead of random ones; the KV cache stays random)\n"
+            "                                      the model's weights instead of random ones; also read from a CHECKPOINT_DIR)\n"
             "                [--prompt ID,ID,...]... (request b starts from the (b mod N)-th of N prompts at position 0\n"
             "                                      instead of a random cache of --ctx tokens, then generates --steps tokens\n"
             "                                      greedily, printed per prompt; not with --ctx or --dump)\n"

@@ -1,8 +1,10 @@
 /* decode.c — the decode driver behind `evtc decode`: builds the model's
- * decode-step program, fills weights and a prefilled paged KV cache with
- * deterministic random values, runs S steps (each one persistent launch;
- * next -> tok, pos + 1 between steps), optionally checks every step against
- * the sequential reference and dumps everything for the PyTorch reference. */
+ * decode-step program, fills weights (deterministic random values, or a
+ * checkpoint's: qwen3_weights.c) and a prefilled paged KV cache (random, or
+ * empty with prompts fed one token a step), runs the steps (each one
+ * persistent launch; next -> tok, pos + 1 between steps), optionally checks
+ * every step against the sequential reference and dumps everything for the
+ * PyTorch reference. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -332,9 +334,24 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     evt_status st = EVT_OK;
     *text = NULL;
     if (!evt_qwen3_preset(o->model, &c) && (st = evt_qwen3_load_config(o->model, &c, d))) return st;
+    /* prompts: non-empty, within the vocabulary, not with a dump */
+    if (o->nprompts < 0 || (o->nprompts && (!o->prompts || !o->prompt_lens)))
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompts need their tokens and lengths");
+    if (o->nprompts && o->dump_dir)
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompts and --dump together are not supported (the "
+                                                                 "dump's replay feeds each step the tokens generated before it)");
+    for (int i = 0; i < o->nprompts; i++) {
+        if (o->prompt_lens[i] < 1 || !o->prompts[i])
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompt %d is empty", i);
+        for (int64_t k = 0; k < o->prompt_lens[i]; k++)
+            if (o->prompts[i][k] < 0 || o->prompts[i][k] >= c.vocab_size)
+                return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
+                                      "decode: prompt %d's token %lld is %d, outside the vocabulary [0, %lld)", i, (long long)k,
+                                      o->prompts[i][k], (long long)c.vocab_size);
+    }
     /* with prompts the cache fills from position 0: it must hold the longest and the generated tokens */
     int64_t ctx = o->nprompts > 0 ? 0 : o->ctx;
-    for (int i = 0; i < o->nprompts && o->prompt_lens; i++)
+    for (int i = 0; i < o->nprompts; i++)
         if (o->prompt_lens[i] > ctx) ctx = o->prompt_lens[i];
     if (o->batch < 1 || ctx < 1 || o->steps < 1)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
@@ -409,26 +426,6 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (o->nalso < 0 || o->nalso > EVT_DECODE_MAX_ALSO) {
         evt_graph_free(g);
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: at most %d extra schedules", EVT_DECODE_MAX_ALSO);
-    }
-    if (o->nprompts < 0 || (o->nprompts && (!o->prompts || !o->prompt_lens)) || (o->nprompts && o->dump_dir)) {
-        evt_graph_free(g);
-        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
-                              o->nprompts > 0 && o->dump_dir ? "decode: prompts and --dump together are not supported (the "
-                                                               "dump's replay feeds each step the tokens generated before it)"
-                                                             : "decode: prompts need their tokens and lengths");
-    }
-    for (int i = 0; i < o->nprompts; i++) {
-        if (o->prompt_lens[i] < 1 || !o->prompts[i]) {
-            evt_graph_free(g);
-            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompt %d is empty", i);
-        }
-        for (int64_t k = 0; k < o->prompt_lens[i]; k++)
-            if (o->prompts[i][k] < 0 || o->prompts[i][k] >= c.vocab_size) {
-                evt_graph_free(g);
-                return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
-                                      "decode: prompt %d's token %lld is %d, outside the vocabulary [0, %lld)", i, (long long)k,
-                                      o->prompts[i][k], (long long)c.vocab_size);
-            }
     }
     for (int k = 0; k < o->nalso; k++) unfused |= o->also[k] == EVT_SCHED_UNFUSED;
     st = evt_module_build(g, o->backend, &o->compile, unfused, &m, d);
@@ -513,11 +510,11 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
             json_tensor(manifest, mg, b, tensor_id(mg, "next"), "step0_next.bin", 0);
             fprintf(manifest, "\n  ],\n");
         }
-        for (int64_t r = 0; prompts && o->generated && r < o->batch; r++) { /* request r's k-th generated token */
+        for (int64_t q = 0; prompts && o->generated && q < o->batch; q++) { /* request q's k-th generated token */
             int64_t len;
-            prompt_of(prompts, r, &len);
+            prompt_of(prompts, q, &len);
             const int64_t k = s + 1 - len;
-            if (k >= 0 && k < o->steps) o->generated[r * o->steps + k] = tokens[s * o->batch + r];
+            if (k >= 0 && k < o->steps) o->generated[q * o->steps + k] = tokens[s * o->batch + q];
         }
         advance(mg, b, o->batch, prompts, s);
         if (!o->quiet && now_s() - last_report > 1.0) {
