@@ -54,6 +54,26 @@ static void run_check_ok(void **state)
     assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 4 --steps 1 --weights /nonexistent/ckpt",
                         out, sizeof out), 2);
     if (!strstr(out, "error: /nonexistent/ckpt: No such file or directory")) fail_msg("%s", out);
+    /* prompts: from the command line and from a file (a prompt a line), each request's tokens printed, checked */
+    FILE *pf = fopen("/tmp/evtc-test-prompts.txt", "w");
+    assert_non_null(pf);
+    fputs("# two prompts\n5 17 200\n\n  9,3\n", pf);
+    fclose(pf);
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --batch 3 --steps 3 --prompts /tmp/evtc-test-prompts.txt "
+                        "--check", out, sizeof out), 0);
+    if (!strstr(out, "batch 3, 2 prompts, 3 steps") || !strstr(out, "\ngenerated[0]: ") || !strstr(out, "\ngenerated[1]: ") ||
+        !strstr(out, "\ncheck: ok (5 steps"))
+        fail_msg("%s", out);
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --steps 2 --prompt 7,8 --check", out, sizeof out), 0);
+    if (!strstr(out, "a 2-token prompt") || !strstr(out, "\ngenerated: ")) fail_msg("%s", out);
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --prompt 7 --ctx 8", out, sizeof out), 2);
+    if (!strstr(out, "give it or --ctx, not both")) fail_msg("%s", out);
+    pf = fopen("/tmp/evtc-test-prompts.txt", "w");
+    fputs("5 17\n5 x\n", pf);
+    fclose(pf);
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --prompts /tmp/evtc-test-prompts.txt", out, sizeof out), 2);
+    if (!strstr(out, "evtc-test-prompts.txt:2: expected token ids")) fail_msg("%s", out);
+    unlink("/tmp/evtc-test-prompts.txt");
     /* the task-record ablation, on a bucket schedule (entries skipped) */
     assert_int_equal(sh("build/evtc run examples/buckets.evt --set B=3 --workers 3 --check --no-records", out, sizeof out), 0);
     if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);

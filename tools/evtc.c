@@ -36,7 +36,7 @@ typedef struct cli {
     int check, counts, repeat;
     /* decode */
     const char *model, *dump, *emit_program, *weights;
-#define CLI_MAX_PROMPTS 128
+#define CLI_MAX_PROMPTS 4096 /* as many as requests */
     int32_t *prompt[CLI_MAX_PROMPTS]; /* each --prompt's token ids (malloc'd) */
     int64_t prompt_len[CLI_MAX_PROMPTS];
     int nprompts;
@@ -73,6 +73,7 @@ static int usage(const char *msg)
             "                [--prompt ID,ID,...]... (request b starts from the (b mod N)-th of N prompts at position 0\n"
             "                                      instead of a random cache of --ctx tokens, then generates --steps tokens\n"
             "                                      greedily, printed per prompt; not with --ctx or --dump)\n"
+            "                [--prompts FILE]     (more prompts, one a line: ids separated by commas or blanks)\n"
             "                [--lm-waves N]       (LM-head tiles: N x --tiles, at most one a vocabulary row; default 2)\n"
             "                [--dn-slices N]      (norm calls: the down projection in N k slices at batch 33-64, the next\n"
             "                                      norm adding them; default 4 there with a TMA ring, else 1: whole K)\n"
@@ -141,6 +142,44 @@ static int parse_prompt(const char *v, cli *c)
     }
 }
 
+/* --prompts FILE: a prompt a line (ids separated by commas or blanks; blank
+   lines and lines starting with '#' skipped). 0 with a message on error. */
+static int read_prompts(const char *path, cli *c)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) { fprintf(stderr, "evtc: --prompts %s: %s\n", path, strerror(errno)); return 0; }
+    char *line = NULL, *norm = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int ok = 1, lineno = 0;
+    while (ok && (n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p || *p == '\n' || *p == '\r' || *p == '#') continue;
+        free(norm);
+        if (!(norm = malloc((size_t)n + 1))) { ok = 0; break; }
+        size_t k = 0; /* blanks and commas -> one comma between ids */
+        for (; *p; p++) {
+            const int sep = *p == ',' || *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r';
+            if (!sep) norm[k++] = *p;
+            else if (k && norm[k - 1] != ',') norm[k++] = ',';
+        }
+        if (k && norm[k - 1] == ',') k--;
+        norm[k] = 0;
+        if (!parse_prompt(norm, c)) {
+            fprintf(stderr, "evtc: --prompts %s:%d: expected token ids 0..2147483647 (at most %d prompts)\n", path, lineno,
+                    CLI_MAX_PROMPTS);
+            ok = 0;
+        }
+    }
+    if (ok && !c->nprompts) { fprintf(stderr, "evtc: --prompts %s: no prompt in it\n", path); ok = 0; }
+    free(line);
+    free(norm);
+    fclose(f);
+    return ok;
+}
+
 static int parse_args(int argc, char **argv, cli *c)
 {
     memset(c, 0, sizeof *c);
@@ -189,6 +228,7 @@ static int parse_args(int argc, char **argv, cli *c)
                 return 2;
             }
         }
+        else if (!strcmp(a, "--prompts")) { NEED(); if (!read_prompts(v, c)) return 2; }
         else if (!strcmp(a, "--emit-program")) { NEED(); c->emit_program = v; }
         else if (!strcmp(a, "--batch")) { NEED(); if (!parse_int(v, 1, 4096, &c->batch)) { fprintf(stderr, "evtc: --batch %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--ctx")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->ctx)) { fprintf(stderr, "evtc: --ctx %s: expected 1..1048576\n", v); return 2; } c->ctx_given = 1; }
