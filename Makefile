@@ -5,7 +5,7 @@
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc -fPIC -DEVT_SRC_DIR_DEFAULT=\"$(CURDIR)/src\"
-LDLIBS  += -lm -lpthread -ldl -lcjson
+LDLIBS  += -lm -lpthread -ldl -lcjson -lpcre2-8 -lutf8proc
 BUILD   := build
 
 # A machine without the Debian packages (the GPU machine) gets copies made
@@ -76,7 +76,9 @@ print-ldlibs:
 deps-bundle:
 	mkdir -p $(BUILD)/deps/include/cjson $(BUILD)/deps/lib
 	cp /usr/include/cjson/cJSON.h $(BUILD)/deps/include/cjson/
-	for f in libcjson.so libcjson.so.1; do cp -L /usr/lib/x86_64-linux-gnu/$$f $(BUILD)/deps/lib/$$f; done
+	cp /usr/include/pcre2.h /usr/include/utf8proc.h $(BUILD)/deps/include/
+	for f in libcjson.so libcjson.so.1 libpcre2-8.so libpcre2-8.so.0 libutf8proc.so libutf8proc.so.2; do \
+	  cp -L /usr/lib/x86_64-linux-gnu/$$f $(BUILD)/deps/lib/$$f; done
 
 clean:
 	rm -rf $(BUILD)

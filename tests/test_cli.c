@@ -1,7 +1,7 @@
 /* test_cli.c — the command-line contract (scripts depend on it): exit codes,
  * the "check: ok" line, one-line errors for bad values, dump round-trips of
  * every example, the schedule verdict, compile + run of an artifact, the
- * trace tools' reading of a decode trace. */
+ * trace tools' reading of a decode trace, text prompts through a tokenizer. */
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +77,80 @@ static void run_check_ok(void **state)
     /* the task-record ablation, on a bucket schedule (entries skipped) */
     assert_int_equal(sh("build/evtc run examples/buckets.evt --set B=3 --workers 3 --check --no-records", out, sizeof out), 0);
     if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);
+}
+
+/* The first line of out that starts with `key`, without it (static buffer). */
+static const char *line_after(const char *key)
+{
+    static char line[4096];
+    const char *p = strstr(out, key);
+    if (!p) return NULL;
+    p += strlen(key);
+    size_t n = strcspn(p, "\n");
+    snprintf(line, sizeof line, "%.*s", (int)n, p);
+    return line;
+}
+
+/* evtc tokenize and decode --prompt-text with tests/data's Qwen-layout
+   tokenizer (test_tokenizer.c checks its ids against Hugging Face's): a text
+   prompt generates what its ids generate, the generated ids print as the
+   text `evtc tokenize` decodes them to, and the errors. */
+static void text_prompts(void **state)
+{
+    (void)state;
+    const char *tok = "tests/data/tok-qwen.json";
+    char cmd[8192], ids_line[1024], gen_ids[1024], gen_text[1024];
+    snprintf(cmd, sizeof cmd, "build/evtc tokenize --tokenizer %s --prompt-text 'Hello, world!' --prompt 39,333,317,11", tok);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    if (!strstr(out, "ids: 39 333 317 11 441 693 0\ntext: \"Hello,\"\n")) fail_msg("%s", out);
+    /* a model whose vocabulary holds the tokenizer's 1506 ids */
+    FILE *f = fopen("/tmp/evtc-test-tok-model.json", "w");
+    assert_non_null(f);
+    fputs("{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+          "\"head_dim\": 16, \"intermediate_size\": 128, \"vocab_size\": 1536, \"rms_norm_eps\": 1e-06, "
+          "\"rope_theta\": 1000000.0, \"tie_word_embeddings\": true}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "build/evtc tokenize --tokenizer %s --prompt-text 'The Event Tensor compiler'", tok);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    snprintf(ids_line, sizeof ids_line, "%s", line_after("ids: "));
+    for (char *p = ids_line; *p; p++) if (*p == ' ') *p = ',';
+    snprintf(cmd, sizeof cmd, "build/evtc decode --model /tmp/evtc-test-tok-model.json --steps 6 --tokenizer %s "
+                              "--prompt-text 'The Event Tensor compiler' --check", tok);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    if (!strstr(out, "\ncheck: ok") || !line_after("\ngenerated: ") || !line_after("\ngenerated text: \"")) fail_msg("%s", out);
+    snprintf(gen_ids, sizeof gen_ids, "%s", line_after("\ngenerated: "));
+    snprintf(gen_text, sizeof gen_text, "%s", line_after("\ngenerated text: "));
+    /* the same prompt as ids: the same tokens */
+    snprintf(cmd, sizeof cmd, "build/evtc decode --model /tmp/evtc-test-tok-model.json --steps 6 --prompt %s", ids_line);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    if (!line_after("\ngenerated: ") || strcmp(line_after("\ngenerated: "), gen_ids))
+        fail_msg("ids %s generated\n%s\nthe text prompt: %s", ids_line, out, gen_ids);
+    if (strstr(out, "generated text")) fail_msg("no tokenizer, yet text:\n%s", out);
+    /* and the generated ids decode to the text printed */
+    for (char *p = gen_ids; *p; p++) if (*p == ' ') *p = ',';
+    snprintf(cmd, sizeof cmd, "build/evtc tokenize --tokenizer %s --prompt %s", tok, gen_ids);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    if (!line_after("text: ") || strcmp(line_after("text: "), gen_text)) fail_msg("%s\nvs %s", out, gen_text);
+    /* errors */
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --prompt-text hi", out, sizeof out), 2);
+    if (!strstr(out, "--prompt-text needs a tokenizer")) fail_msg("%s", out);
+    snprintf(cmd, sizeof cmd, "build/evtc decode --model examples/qwen3-tiny.json --tokenizer %s --ctx 4", tok);
+    assert_int_equal(sh(cmd, out, sizeof out), 2);
+    if (!strstr(out, "--tokenizer is for runs with --prompt-text or --prompt")) fail_msg("%s", out);
+    /* a prompt past the model's vocabulary (256 ids): refused before anything runs */
+    snprintf(cmd, sizeof cmd, "build/evtc decode --model examples/qwen3-tiny.json --tokenizer %s --prompt-text '<|im_start|>'", tok);
+    assert_int_equal(sh(cmd, out, sizeof out), 2);
+    if (!strstr(out, "1501")) fail_msg("%s", out);
+    assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --tokenizer /nonexistent/tok.json --prompt 1", out,
+                        sizeof out), 2);
+    if (!strstr(out, "/nonexistent/tok.json: No such file or directory")) fail_msg("%s", out);
+    snprintf(cmd, sizeof cmd, "build/evtc tokenize --tokenizer %s --prompt-text ''", tok);
+    assert_int_equal(sh(cmd, out, sizeof out), 2);
+    if (!strstr(out, "no tokens in it")) fail_msg("%s", out);
+    snprintf(cmd, sizeof cmd, "build/evtc tokenize --tokenizer %s --prompt 5,1506", tok);
+    assert_int_equal(sh(cmd, out, sizeof out), 2);
+    if (!strstr(out, "token id 1506 is not in the tokenizer's vocabulary")) fail_msg("%s", out);
+    unlink("/tmp/evtc-test-tok-model.json");
 }
 
 static void bad_values_exit_2(void **state)
@@ -250,6 +324,7 @@ int main(void)
         cmocka_unit_test(compile_then_run),
         cmocka_unit_test(c_api_example),
         cmocka_unit_test(trace_handoffs),
+        cmocka_unit_test(text_prompts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

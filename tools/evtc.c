@@ -8,6 +8,9 @@
  *            [--sched static|dynamic|unfused|kbk|graph|hybrid] [--policy rr|cp] [--workers N]
  *            [--seed S] [--check] [--trace OUT.json] [--timeout SEC]
  *            [--chaos SEED] [--exact] [--early-push] [--repeat N] [--trust-counts] [--no-records]
+ *   evtc decode --model M ...                  one decode step of a model, timed (usage below)
+ *   evtc tokenize --tokenizer PATH [--prompt-text TEXT | --prompt ID,...]...
+ *                                              text to token ids and back
  * Exit codes: 0 success, 1 failure (diagnostics, check failed, runtime
  * error), 2 bad command line or bad values (unknown symbol, out of bounds...).
  */
@@ -15,8 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "evt/evt.h"
 #include "evt/models.h"
+#include "evt/tokenizer.h"
 #include "pass/plan.h"
 #include "runtime/bind.h"
 #include "pass/taskgraph.h"
@@ -35,9 +40,10 @@ typedef struct cli {
     uint64_t seed;
     int check, counts, repeat;
     /* decode */
-    const char *model, *dump, *emit_program, *weights;
+    const char *model, *dump, *emit_program, *weights, *tokenizer;
 #define CLI_MAX_PROMPTS 4096 /* as many as requests */
     int32_t *prompt[CLI_MAX_PROMPTS]; /* each --prompt's token ids (malloc'd) */
+    const char *prompt_text[CLI_MAX_PROMPTS]; /* a --prompt-text's text, encoded once the tokenizer is read */
     int64_t prompt_len[CLI_MAX_PROMPTS];
     int nprompts;
     int ctx_given;
@@ -74,6 +80,10 @@ static int usage(const char *msg)
             "                                      instead of a random cache of --ctx tokens, then generates --steps tokens\n"
             "                                      greedily, printed per prompt; not with --ctx or --dump)\n"
             "                [--prompts FILE]     (more prompts, one a line: ids separated by commas or blanks)\n"
+            "                [--prompt-text TEXT]... (a prompt as text, encoded by the tokenizer; the generated tokens are\n"
+            "                                      then printed as text too)\n"
+            "                [--tokenizer PATH]   (a Hugging Face tokenizer.json, or a directory holding one; default: the\n"
+            "                                      CHECKPOINT_DIR's tokenizer.json, if there is one)\n"
             "                [--lm-waves N]       (LM-head tiles: N x --tiles, at most one a vocabulary row; default 2)\n"
             "                [--dn-slices N]      (norm calls: the down projection in N k slices at batch 33-64, the next\n"
             "                                      norm adding them; default 4 there with a TMA ring, else 1: whole K)\n"
@@ -103,7 +113,9 @@ static int usage(const char *msg)
             "                                      CUDA, measured slower: docs/runtime.md)\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n"
             "                [--tma-ring BYTES]   (GPU: the GEMV tiles' TMA ring; default 96 KiB at batch 33-128, from 17 for a\n"
-            "                                      hidden size of 2048 or more, none elsewhere; 0: none: docs/models.md)\n");
+            "                                      hidden size of 2048 or more, none elsewhere; 0: none: docs/models.md)\n"
+            "       evtc tokenize --tokenizer PATH [--prompt-text TEXT]... [--prompt ID,ID,...]...\n"
+            "                                     (each text's token ids, each id list's text, in order)\n");
     return 2;
 }
 
@@ -185,7 +197,7 @@ static int parse_args(int argc, char **argv, cli *c)
     memset(c, 0, sizeof *c);
     c->repeat = 1;
     c->batch = 1; c->ctx = 512; c->steps = 16;
-    if (argc >= 2 && !strcmp(argv[1], "decode")) {
+    if (argc >= 2 && (!strcmp(argv[1], "decode") || !strcmp(argv[1], "tokenize"))) {
         c->cmd = argv[1];
     } else {
         if (argc < 3) return usage(argc < 2 ? NULL : "missing FILE");
@@ -229,6 +241,12 @@ static int parse_args(int argc, char **argv, cli *c)
             }
         }
         else if (!strcmp(a, "--prompts")) { NEED(); if (!read_prompts(v, c)) return 2; }
+        else if (!strcmp(a, "--prompt-text")) {
+            NEED();
+            if (c->nprompts == CLI_MAX_PROMPTS) { fprintf(stderr, "evtc: --prompt-text: at most %d prompts\n", CLI_MAX_PROMPTS); return 2; }
+            c->prompt_text[c->nprompts++] = v; /* its ids once the tokenizer is read */
+        }
+        else if (!strcmp(a, "--tokenizer")) { NEED(); c->tokenizer = v; }
         else if (!strcmp(a, "--emit-program")) { NEED(); c->emit_program = v; }
         else if (!strcmp(a, "--batch")) { NEED(); if (!parse_int(v, 1, 4096, &c->batch)) { fprintf(stderr, "evtc: --batch %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--ctx")) { NEED(); if (!parse_int(v, 1, 1 << 20, &c->ctx)) { fprintf(stderr, "evtc: --ctx %s: expected 1..1048576\n", v); return 2; } c->ctx_given = 1; }
@@ -521,6 +539,113 @@ out:
     return rc;
 }
 
+static int is_dir(const char *p)
+{
+    struct stat sb;
+    return p && !stat(p, &sb) && S_ISDIR(sb.st_mode);
+}
+
+/* The tokenizer.json to read: --tokenizer's (a file, or a directory holding
+   one), else the checkpoint directory's if it holds one; NULL for none. */
+static const char *tokenizer_path(const cli *c, char *buf, size_t n)
+{
+    const char *dir = c->tokenizer ? (is_dir(c->tokenizer) ? c->tokenizer : NULL) : (is_dir(c->model) ? c->model : NULL);
+    if (c->tokenizer && !dir) return c->tokenizer;
+    if (!dir) return NULL;
+    const size_t dl = strlen(dir);
+    snprintf(buf, n, "%s%stokenizer.json", dir, dl && dir[dl - 1] == '/' ? "" : "/");
+    struct stat sb;
+    return c->tokenizer || !stat(buf, &sb) ? buf : NULL;
+}
+
+static evt_tokenizer *load_tokenizer(const char *path)
+{
+    evt_diag d;
+    evt_diag_init(&d, "evtc"); /* the messages name the file */
+    evt_tokenizer *tk = NULL;
+    if (evt_tokenizer_load(path, &tk, &d)) report(&d);
+    evt_diag_free(&d);
+    return tk;
+}
+
+/* Every --prompt-text's ids, in its prompt's place. */
+static int encode_prompt_texts(cli *c, const evt_tokenizer *tk, const char *path)
+{
+    for (int i = 0; i < c->nprompts; i++) {
+        if (!c->prompt_text[i]) continue;
+        evt_diag d;
+        evt_diag_init(&d, path);
+        int64_t n = 0;
+        int ok = !evt_tokenizer_encode(tk, c->prompt_text[i], strlen(c->prompt_text[i]), &c->prompt[i], &n, &d);
+        if (!ok) report(&d);
+        else if (!n) fprintf(stderr, "evtc: --prompt-text \"%s\": no tokens in it\n", c->prompt_text[i]), ok = 0;
+        evt_diag_free(&d);
+        if (!ok) return 0;
+        c->prompt_len[i] = n;
+    }
+    return 1;
+}
+
+/* Text in double quotes on one line: backslash, quote and control
+   characters escaped, the rest (UTF-8) as it is. */
+static void print_quoted(const char *s, size_t n)
+{
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char ch = (unsigned char)s[i];
+        if (ch == '\\' || ch == '"') printf("\\%c", ch);
+        else if (ch == '\n') fputs("\\n", stdout);
+        else if (ch == '\t') fputs("\\t", stdout);
+        else if (ch == '\r') fputs("\\r", stdout);
+        else if (ch < 0x20 || ch == 0x7f) printf("\\x%02x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+}
+
+/* n ids as text, quoted, or why they cannot be; 0 if they cannot. */
+static int print_decoded(const evt_tokenizer *tk, const int32_t *ids, int64_t n)
+{
+    evt_diag d;
+    evt_diag_init(&d, "tokenizer");
+    char *text = NULL;
+    size_t len = 0;
+    const int ok = !evt_tokenizer_decode(tk, ids, n, &text, &len, &d);
+    if (ok) {
+        print_quoted(text, len);
+    } else { /* e.g. random weights chose one of the vocabulary's padding rows */
+        const char *msg = d.text ? strstr(d.text, "error: ") : NULL;
+        msg = msg ? msg + 7 : "";
+        printf("(not decoded: %.*s)", (int)strcspn(msg, "\n"), msg);
+    }
+    free(text);
+    evt_diag_free(&d);
+    return ok;
+}
+
+static int cmd_tokenize(cli *c)
+{
+    if (!c->tokenizer) return usage("tokenize needs --tokenizer PATH");
+    if (!c->nprompts) return usage("tokenize needs --prompt-text TEXT or --prompt ID,... (one or more)");
+    char buf[4096];
+    const char *path = tokenizer_path(c, buf, sizeof buf);
+    evt_tokenizer *tk = load_tokenizer(path);
+    if (!tk) return 2;
+    int rc = encode_prompt_texts(c, tk, path) ? 0 : 2;
+    for (int i = 0; i < c->nprompts && !rc; i++) {
+        if (c->prompt_text[i]) {
+            printf("ids:");
+            for (int64_t k = 0; k < c->prompt_len[i]; k++) printf(" %d", c->prompt[i][k]);
+        } else {
+            printf("text: ");
+            if (!print_decoded(tk, c->prompt[i], c->prompt_len[i])) rc = 2;
+        }
+        printf("\n");
+    }
+    evt_tokenizer_free(tk);
+    return rc;
+}
+
 static int cmd_decode(cli *c)
 {
     if (!c->model) return usage("decode needs --model NAME|CONFIG.json");
@@ -535,8 +660,28 @@ static int cmd_decode(cli *c)
         fprintf(stderr, "evtc: decode: --prompt fills the cache from position 0; give it or --ctx, not both\n");
         return 2;
     }
+    if (c->tokenizer && !c->nprompts) {
+        fprintf(stderr, "evtc: decode: --tokenizer is for runs with --prompt-text or --prompt\n");
+        return 2;
+    }
+    /* the tokenizer: to encode --prompt-text, and to print what is generated as text */
+    int any_text = 0;
+    for (int i = 0; i < c->nprompts; i++) any_text |= c->prompt_text[i] != NULL;
+    char tkbuf[4096];
+    const char *tkpath = c->nprompts ? tokenizer_path(c, tkbuf, sizeof tkbuf) : NULL;
+    if (any_text && !tkpath) {
+        fprintf(stderr, "evtc: decode: --prompt-text needs a tokenizer: --tokenizer PATH, or a --model CHECKPOINT_DIR "
+                        "holding tokenizer.json\n");
+        return 2;
+    }
+    evt_tokenizer *tk = tkpath ? load_tokenizer(tkpath) : NULL;
+    if (tkpath && !tk) {
+        if (c->tokenizer || any_text) return 2;
+        fprintf(stderr, "evtc: decode: the generated tokens are printed as ids only (%s not read)\n", tkpath);
+    }
+    if (tk && !encode_prompt_texts(c, tk, tkpath)) { evt_tokenizer_free(tk); return 2; }
     int32_t *generated = c->nprompts ? calloc((size_t)(c->batch * c->steps), sizeof(int32_t)) : NULL;
-    if (c->nprompts && !generated) { fprintf(stderr, "evtc: out of memory\n"); return 1; }
+    if (c->nprompts && !generated) { fprintf(stderr, "evtc: out of memory\n"); evt_tokenizer_free(tk); return 1; }
     o.generated = generated;
     o.build.attn_splits = c->splits;
     o.build.attn_rows = c->attn_rows;
@@ -567,13 +712,13 @@ static int cmd_decode(cli *c)
         evt_qwen3_config cfg;
         char *text = NULL;
         evt_status pst = evt_decode_program(&o, &cfg, &text, &d);
-        if (pst == EVT_ERR_IO || pst == EVT_ERR_SHAPE) { report(&d); evt_diag_free(&d); free(generated); return 2; }
+        if (pst == EVT_ERR_IO || pst == EVT_ERR_SHAPE) { report(&d); evt_diag_free(&d); free(generated); evt_tokenizer_free(tk); return 2; }
         FILE *f = text ? fopen(c->emit_program, "w") : NULL;
         int ok = f && fputs(text, f) >= 0;
         if (f) fclose(f);
         free(text);
-        if (!ok) { fprintf(stderr, "evtc: cannot write %s\n", c->emit_program); report(&d); evt_diag_free(&d); free(generated); return 1; }
-        if (c->emit_only) { evt_diag_free(&d); free(generated); return 0; }
+        if (!ok) { fprintf(stderr, "evtc: cannot write %s\n", c->emit_program); report(&d); evt_diag_free(&d); free(generated); evt_tokenizer_free(tk); return 1; }
+        if (c->emit_only) { evt_diag_free(&d); free(generated); evt_tokenizer_free(tk); return 0; }
     }
     evt_decode_result r;
     evt_status st = evt_decode(&o, &r, &d);
@@ -599,6 +744,12 @@ static int cmd_decode(cli *c)
             else printf("generated[%lld]:", b);
             for (long long k = 0; k < c->steps; k++) printf(" %d", generated[b * c->steps + k]);
             printf("\n");
+            if (tk) {
+                if (c->nprompts == 1) printf("generated text: ");
+                else printf("generated text[%lld]: ", b);
+                print_decoded(tk, generated + b * c->steps, c->steps);
+                printf("\n");
+            }
         }
         if (r.stream_ring_bytes)
             printf("decode %s: weight stream: a %u KiB ring per worker\n", c->model, r.stream_ring_bytes / 1024);
@@ -620,6 +771,7 @@ static int cmd_decode(cli *c)
     }
     evt_diag_free(&d);
     free(generated);
+    evt_tokenizer_free(tk);
     return rc;
 }
 
@@ -634,8 +786,8 @@ int main(int argc, char **argv)
     if (!strcmp(c.cmd, "schedule")) return cmd_schedule(&c);
     if (!strcmp(c.cmd, "compile")) return cmd_compile(&c);
     if (!strcmp(c.cmd, "run")) return cmd_run(&c);
-    if (!strcmp(c.cmd, "decode")) {
-        rc = cmd_decode(&c);
+    if (!strcmp(c.cmd, "decode") || !strcmp(c.cmd, "tokenize")) {
+        rc = !strcmp(c.cmd, "decode") ? cmd_decode(&c) : cmd_tokenize(&c);
         for (int i = 0; i < c.nprompts; i++) free(c.prompt[i]);
         return rc;
     }

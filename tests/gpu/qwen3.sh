@@ -2,6 +2,7 @@
 # tests/gpu/qwen3.sh — Qwen3 decode on the GPU backend vs PyTorch (one device call).
 #
 #   tests/gpu/qwen3.sh [--quick]     needs an H100/H200, torch on the device
+#   ONLY=REGEX tests/gpu/qwen3.sh    only the cases whose names match
 #
 # For each case: `evtc decode --backend cuda --dump DIR`, then
 # tests/gpu/qwen3_ref.py DIR (step-0 logits rel-err <= 2e-2, argmax agreement
@@ -14,6 +15,7 @@
 # matrices (qwen3_ref.py); tiny-b2-unfolded keeps the classic model. The
 # -ckpt cases decode a Hugging Face checkpoint (`--weights`, written by
 # qwen3_ckpt.py) and compare with that checkpoint's transformers model;
+# tiny-text-prompt a text prompt through a tokenizer.json;
 # tiny-b3-prompts (two prompts of different lengths) and qwen3-0.6b-prompt (28 layers of Qwen3-0.6B's shapes,
 # untied, ~300 shards) generate from a prompt (`--prompt`) and check the
 # tokens.
@@ -26,8 +28,10 @@ make -j16 build/evtc > "$LOG/build.log" 2>&1 || { echo "build failed (see $LOG/b
 PY=${PYTHON:-python3}
 pass=0
 fail=0
+picked() { [[ $1 =~ ${ONLY:-.} ]]; }
 run_case() { # name model batch ctx steps [extra evtc args]
     local name=$1 model=$2 b=$3 ctx=$4 steps=$5
+    picked "$name" || return 0
     shift 5
     local dir
     dir=$(mktemp -d "${TMPDIR:-/tmp}/evt-q3-$name-XXXX")
@@ -49,6 +53,7 @@ run_case() { # name model batch ctx steps [extra evtc args]
 # transformers model (qwen3_ref.py --hf-checkpoint)
 run_ckpt_case() { # name config batch ctx steps [extra evtc args]
     local name=$1 cfg=$2 ck
+    picked "$name" || return 0
     ck=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
     if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$ck" > "$LOG/$name.ckpt.log" 2>&1; then
         echo "== $name"; echo "   FAIL: qwen3_ckpt.py"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$ck"; return
@@ -62,6 +67,7 @@ run_ckpt_case() { # name config batch ctx steps [extra evtc args]
 # (qwen3_generate.py: greedy choices or near-ties)
 run_gen_case() { # name config batch steps prompt [prompt ...] (request b takes prompt b mod N)
     local name=$1 cfg=$2 b=$3 steps=$4 ck gen i ok=1
+    picked "$name" || return 0
     shift 4
     local prompts=("$@") pargs=()
     for i in "${prompts[@]}"; do pargs+=(--prompt "$i"); done
@@ -85,7 +91,35 @@ run_gen_case() { # name config batch steps prompt [prompt ...] (request b takes 
     if [ $ok = 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "   FAIL"; fi
     rm -rf "$ck"
 }
+# a text prompt (`--prompt-text`) through the checkpoint directory's
+# tokenizer.json (tests/data's Qwen-layout one): the prompt's ids and the
+# generated text against Hugging Face's tokenizers library, the tokens
+# against the checkpoint's model
+run_text_case() { # name config steps text
+    local name=$1 cfg=$2 steps=$3 text=$4 ck gen gtext
+    picked "$name" || return 0
+    ck=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
+    echo "== $name: evtc decode --model CKPT --steps $steps --prompt-text '$text' --backend cuda --check"
+    if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$ck" --untied --std 0.1 > "$LOG/$name.ckpt.log" 2>&1; then
+        echo "   FAIL: qwen3_ckpt.py"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$ck"; return
+    fi
+    cp tests/data/tok-qwen.json "$ck/tokenizer.json"
+    if ! build/evtc decode --model "$ck" --steps "$steps" --prompt-text "$text" --backend cuda --check \
+        > "$LOG/$name.decode.log" 2>&1; then
+        echo "   FAIL: evtc decode failed"; tail -15 "$LOG/$name.decode.log"; fail=$((fail + 1)); rm -rf "$ck"; return
+    fi
+    grep -E "ms/token|^generated|^check" "$LOG/$name.decode.log" | sed 's/^/   /'
+    gen=$(sed -n 's/^generated: //p' "$LOG/$name.decode.log" | tr ' ' ',')
+    gtext=$(sed -n 's/^generated text: //p' "$LOG/$name.decode.log")
+    if $PY tests/gpu/qwen3_generate.py "$ck" --text "$text" --generated "$gen" --generated-text "$gtext" \
+        > "$LOG/$name.ref.log" 2>&1; then pass=$((pass + 1)); grep -v "Loading" "$LOG/$name.ref.log" | sed 's/^/   /'
+    else fail=$((fail + 1)); grep -v "Loading" "$LOG/$name.ref.log" | sed 's/^/   /'; echo "   FAIL"; fi
+    rm -rf "$ck"
+}
 run_gen_case tiny-b3-prompts examples/qwen3-tiny.json 3 24 17,200,3,91,42 250,8
+run_text_case tiny-text-prompt tests/gpu/qwen3-tiny-vocab.json 20 "<|im_start|>user
+Grüße! What's 2+2?<|im_end|>
+"
 run_ckpt_case tiny-b3-ckpt examples/qwen3-tiny.json 3 32 4
 run_ckpt_case tiny-b2-ckpt-unfolded examples/qwen3-tiny.json 2 32 4 --norms unfolded
 run_ckpt_case mid-b20-ckpt tests/gpu/qwen3-mid.json 20 64 2

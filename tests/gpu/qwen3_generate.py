@@ -2,12 +2,17 @@
 """qwen3_generate.py — check `evtc decode --prompt` tokens against a checkpoint's transformers model.
 
     python3 tests/gpu/qwen3_generate.py CKPT --prompt 1,2,3 --generated 7,8,9 [--tol 2e-2]
+    python3 tests/gpu/qwen3_generate.py CKPT --text TEXT --generated 7,8,9 --generated-text '"..."'
 
 Runs Qwen3ForCausalLM.from_pretrained(CKPT) in f32 once over the prompt
 followed by evtc's generated tokens (all but the last), and checks that each
 generated token is the model's greedy choice at its position, or a near-tie:
 its logit within tol x max |logit| of the largest (bf16 rounding may flip
 those). Teacher-forced with evtc's tokens, so one tie does not cascade.
+With --text (`evtc decode --prompt-text`) the prompt is TEXT encoded by the
+checkpoint's tokenizer.json through Hugging Face's `tokenizers` library, and
+--generated-text, evtc's `generated text:` line (quoted, escaped), must be
+the library's decoding of the generated ids.
 Exit status 1 on a token that is neither, 2 on bad input.
 """
 import sys
@@ -24,12 +29,43 @@ def ids(opts, name):
     return [int(t) for t in opts[opts.index(name) + 1].split(",") if t]
 
 
+def unquote(q):
+    r"""evtc's quoted text: backslash escapes for \\ \" \n \t \r and \xNN."""
+    assert q.startswith('"') and q.endswith('"'), q
+    out, i, q = bytearray(), 0, q[1:-1].encode()
+    while i < len(q):
+        if q[i:i + 1] == b"\\":
+            c = q[i + 1:i + 2]
+            if c == b"x":
+                out.append(int(q[i + 2:i + 4], 16))
+                i += 4
+                continue
+            out += {b"n": b"\n", b"t": b"\t", b"r": b"\r"}.get(c, c)
+            i += 2
+        else:
+            out += q[i:i + 1]
+            i += 1
+    return out.decode()
+
+
 def main():
     opts = sys.argv[1:]
-    if len(opts) < 5 or "--prompt" not in opts or "--generated" not in opts:
+    if len(opts) < 5 or ("--prompt" not in opts and "--text" not in opts) or "--generated" not in opts:
         print(__doc__, file=sys.stderr)
         return 2
-    ckpt, prompt, gen = opts[0], ids(opts, "--prompt"), ids(opts, "--generated")
+    ckpt, gen = opts[0], ids(opts, "--generated")
+    if "--text" in opts:
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(f"{ckpt}/tokenizer.json")
+        prompt = tok.encode(opts[opts.index("--text") + 1], add_special_tokens=False).ids
+        want = tok.decode(gen, skip_special_tokens=False)
+        got = unquote(opts[opts.index("--generated-text") + 1])
+        if got != want:
+            print(f"qwen3_generate: evtc's text {got!r}, the tokenizers library's {want!r}: FAIL")
+            return 1
+        print(f"qwen3_generate: the prompt is {len(prompt)} tokens; the generated text is the library's: {want!r}")
+    else:
+        prompt = ids(opts, "--prompt")
     tol = float(opts[opts.index("--tol") + 1]) if "--tol" in opts else 2e-2
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = False
