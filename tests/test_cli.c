@@ -131,6 +131,29 @@ static void text_prompts(void **state)
     snprintf(cmd, sizeof cmd, "build/evtc tokenize --tokenizer %s --prompt %s", tok, gen_ids);
     assert_int_equal(sh(cmd, out, sizeof out), 0);
     if (!line_after("text: ") || strcmp(line_after("text: "), gen_text)) fail_msg("%s\nvs %s", out, gen_text);
+    /* two text prompts; then the model's eos_token_id set to request 1's first token: its text stops there */
+    snprintf(cmd, sizeof cmd, "build/evtc decode --model /tmp/evtc-test-tok-model.json --batch 2 --steps 4 --tokenizer %s "
+                              "--prompt-text 'The Event Tensor compiler' --prompt-text 'Hello world'", tok);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    char text0[1024], gen0[1024];
+    int first1 = -1;
+    if (!line_after("\ngenerated text[0]: \"") || !line_after("\ngenerated[1]: ")) fail_msg("%s", out);
+    snprintf(text0, sizeof text0, "%s", line_after("\ngenerated text[0]: "));
+    snprintf(gen0, sizeof gen0, "%s", line_after("\ngenerated[0]: "));
+    sscanf(line_after("\ngenerated[1]: "), "%d", &first1);
+    if (!strcmp(gen0, line_after("\ngenerated[1]: ")) || strstr(text0, "end of sequence"))
+        fail_msg("the two prompts should generate differently:\n%s", out);
+    f = fopen("/tmp/evtc-test-tok-model.json", "w");
+    assert_non_null(f);
+    fprintf(f, "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+               "\"head_dim\": 16, \"intermediate_size\": 128, \"vocab_size\": 1536, \"rms_norm_eps\": 1e-06, "
+               "\"rope_theta\": 1000000.0, \"tie_word_embeddings\": true, \"eos_token_id\": [1505, %d]}\n", first1);
+    fclose(f);
+    assert_int_equal(sh(cmd, out, sizeof out), 0);
+    if (!line_after("\ngenerated text[0]: ") || strcmp(line_after("\ngenerated text[0]: "), text0)) fail_msg("%s\nvs %s", out, text0);
+    char want[128];
+    snprintf(want, sizeof want, "\ngenerated text[1]: \"\" (end of sequence: token 1, id %d)\n", first1);
+    if (!strstr(out, want)) fail_msg("no \"%s\" in\n%s", want + 1, out);
     /* errors */
     assert_int_equal(sh("build/evtc decode --model examples/qwen3-tiny.json --prompt-text hi", out, sizeof out), 2);
     if (!strstr(out, "--prompt-text needs a tokenizer")) fail_msg("%s", out);

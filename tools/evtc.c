@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <cjson/cJSON.h>
 #include "evt/evt.h"
 #include "evt/models.h"
 #include "evt/tokenizer.h"
@@ -603,6 +604,37 @@ static void print_quoted(const char *s, size_t n)
     putchar('"');
 }
 
+#define MAX_EOS 8
+
+/* The end-of-sequence ids of a checkpoint: `eos_token_id` (an id or a list)
+   of DIR/generation_config.json, else of the model's config.json (the
+   --model file, or DIR/config.json). Returns how many (0: none known). */
+static int read_eos(const char *model, int32_t *eos)
+{
+    const int dir = is_dir(model);
+    char path[4096];
+    for (int k = dir ? 0 : 1; k < 2; k++) {
+        if (dir) snprintf(path, sizeof path, "%s/%s", model, k ? "config.json" : "generation_config.json");
+        else snprintf(path, sizeof path, "%s", model);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        char buf[1 << 16];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        cJSON *j = cJSON_Parse(buf);
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), *it;
+        int ne = 0;
+        if (cJSON_IsNumber(e)) eos[ne++] = (int32_t)e->valuedouble;
+        if (cJSON_IsArray(e))
+            cJSON_ArrayForEach(it, e)
+                if (cJSON_IsNumber(it) && ne < MAX_EOS) eos[ne++] = (int32_t)it->valuedouble;
+        cJSON_Delete(j);
+        if (ne) return ne;
+    }
+    return 0;
+}
+
 /* n ids as text, quoted, or why they cannot be; 0 if they cannot. */
 static int print_decoded(const evt_tokenizer *tk, const int32_t *ids, int64_t n)
 {
@@ -680,6 +712,8 @@ static int cmd_decode(cli *c)
         fprintf(stderr, "evtc: decode: the generated tokens are printed as ids only (%s not read)\n", tkpath);
     }
     if (tk && !encode_prompt_texts(c, tk, tkpath)) { evt_tokenizer_free(tk); return 2; }
+    int32_t eos[MAX_EOS];
+    const int neos = tk ? read_eos(c->model, eos) : 0;
     int32_t *generated = c->nprompts ? calloc((size_t)(c->batch * c->steps), sizeof(int32_t)) : NULL;
     if (c->nprompts && !generated) { fprintf(stderr, "evtc: out of memory\n"); evt_tokenizer_free(tk); return 1; }
     o.generated = generated;
@@ -744,10 +778,16 @@ static int cmd_decode(cli *c)
             else printf("generated[%lld]:", b);
             for (long long k = 0; k < c->steps; k++) printf(" %d", generated[b * c->steps + k]);
             printf("\n");
-            if (tk) {
+            if (tk) { /* up to the first end-of-sequence token */
+                const int32_t *g = generated + b * c->steps;
+                long long k = 0;
+                int at_eos = 0;
+                for (; k < c->steps && !at_eos; k++)
+                    for (int e = 0; e < neos; e++) at_eos |= g[k] == eos[e];
                 if (c->nprompts == 1) printf("generated text: ");
                 else printf("generated text[%lld]: ", b);
-                print_decoded(tk, generated + b * c->steps, c->steps);
+                print_decoded(tk, g, at_eos ? k - 1 : k);
+                if (at_eos) printf(" (end of sequence: token %lld, id %d)", k, g[k - 1]);
                 printf("\n");
             }
         }
