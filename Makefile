@@ -37,8 +37,8 @@ $(BUILD)/libevtc.a: $(LIB_OBJ)
 	@mkdir -p $(BUILD)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/evtc: tools/evtc.c $(BUILD)/libevtc.a
-	$(CC) $(CFLAGS) -rdynamic $< $(BUILD)/libevtc.a -o $@ $(LDLIBS)
+$(BUILD)/evtc: tools/evtc.c tools/cli_text.c tools/cli_text.h $(BUILD)/libevtc.a
+	$(CC) $(CFLAGS) -rdynamic tools/evtc.c tools/cli_text.c $(BUILD)/libevtc.a -o $@ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(BUILD)/libevtc.a
 	@mkdir -p $(dir $@)

@@ -18,11 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <cjson/cJSON.h>
 #include "evt/evt.h"
 #include "evt/models.h"
-#include "evt/tokenizer.h"
+#include "cli_text.h"
 #include "pass/plan.h"
 #include "runtime/bind.h"
 #include "pass/taskgraph.h"
@@ -540,137 +538,22 @@ out:
     return rc;
 }
 
-static int is_dir(const char *p)
-{
-    struct stat sb;
-    return p && !stat(p, &sb) && S_ISDIR(sb.st_mode);
-}
-
-/* The tokenizer.json to read: --tokenizer's (a file, or a directory holding
-   one), else the checkpoint directory's if it holds one; NULL for none. */
-static const char *tokenizer_path(const cli *c, char *buf, size_t n)
-{
-    const char *dir = c->tokenizer ? (is_dir(c->tokenizer) ? c->tokenizer : NULL) : (is_dir(c->model) ? c->model : NULL);
-    if (c->tokenizer && !dir) return c->tokenizer;
-    if (!dir) return NULL;
-    const size_t dl = strlen(dir);
-    snprintf(buf, n, "%s%stokenizer.json", dir, dl && dir[dl - 1] == '/' ? "" : "/");
-    struct stat sb;
-    return c->tokenizer || !stat(buf, &sb) ? buf : NULL;
-}
-
-static evt_tokenizer *load_tokenizer(const char *path)
-{
-    evt_diag d;
-    evt_diag_init(&d, "evtc"); /* the messages name the file */
-    evt_tokenizer *tk = NULL;
-    if (evt_tokenizer_load(path, &tk, &d)) report(&d);
-    evt_diag_free(&d);
-    return tk;
-}
-
-/* Every --prompt-text's ids, in its prompt's place. */
-static int encode_prompt_texts(cli *c, const evt_tokenizer *tk, const char *path)
-{
-    for (int i = 0; i < c->nprompts; i++) {
-        if (!c->prompt_text[i]) continue;
-        evt_diag d;
-        evt_diag_init(&d, path);
-        int64_t n = 0;
-        int ok = !evt_tokenizer_encode(tk, c->prompt_text[i], strlen(c->prompt_text[i]), &c->prompt[i], &n, &d);
-        if (!ok) report(&d);
-        else if (!n) fprintf(stderr, "evtc: --prompt-text \"%s\": no tokens in it\n", c->prompt_text[i]), ok = 0;
-        evt_diag_free(&d);
-        if (!ok) return 0;
-        c->prompt_len[i] = n;
-    }
-    return 1;
-}
-
-/* Text in double quotes on one line: backslash, quote and control
-   characters escaped, the rest (UTF-8) as it is. */
-static void print_quoted(const char *s, size_t n)
-{
-    putchar('"');
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char ch = (unsigned char)s[i];
-        if (ch == '\\' || ch == '"') printf("\\%c", ch);
-        else if (ch == '\n') fputs("\\n", stdout);
-        else if (ch == '\t') fputs("\\t", stdout);
-        else if (ch == '\r') fputs("\\r", stdout);
-        else if (ch < 0x20 || ch == 0x7f) printf("\\x%02x", ch);
-        else putchar(ch);
-    }
-    putchar('"');
-}
-
-#define MAX_EOS 8
-
-/* The end-of-sequence ids of a checkpoint: `eos_token_id` (an id or a list)
-   of DIR/generation_config.json, else of the model's config.json (the
-   --model file, or DIR/config.json). Returns how many (0: none known). */
-static int read_eos(const char *model, int32_t *eos)
-{
-    const int dir = is_dir(model);
-    char path[4096];
-    for (int k = dir ? 0 : 1; k < 2; k++) {
-        if (dir) snprintf(path, sizeof path, "%s/%s", model, k ? "config.json" : "generation_config.json");
-        else snprintf(path, sizeof path, "%s", model);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        char buf[1 << 16];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        cJSON *j = cJSON_Parse(buf);
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), *it;
-        int ne = 0;
-        if (cJSON_IsNumber(e)) eos[ne++] = (int32_t)e->valuedouble;
-        if (cJSON_IsArray(e))
-            cJSON_ArrayForEach(it, e)
-                if (cJSON_IsNumber(it) && ne < MAX_EOS) eos[ne++] = (int32_t)it->valuedouble;
-        cJSON_Delete(j);
-        if (ne) return ne;
-    }
-    return 0;
-}
-
-/* n ids as text, quoted, or why they cannot be; 0 if they cannot. */
-static int print_decoded(const evt_tokenizer *tk, const int32_t *ids, int64_t n)
-{
-    evt_diag d;
-    evt_diag_init(&d, "tokenizer");
-    char *text = NULL;
-    size_t len = 0;
-    const int ok = !evt_tokenizer_decode(tk, ids, n, &text, &len, &d);
-    if (ok) {
-        print_quoted(text, len);
-    } else { /* e.g. random weights chose one of the vocabulary's padding rows */
-        const char *msg = d.text ? strstr(d.text, "error: ") : NULL;
-        msg = msg ? msg + 7 : "";
-        printf("(not decoded: %.*s)", (int)strcspn(msg, "\n"), msg);
-    }
-    free(text);
-    evt_diag_free(&d);
-    return ok;
-}
-
 static int cmd_tokenize(cli *c)
 {
     if (!c->tokenizer) return usage("tokenize needs --tokenizer PATH");
     if (!c->nprompts) return usage("tokenize needs --prompt-text TEXT or --prompt ID,... (one or more)");
     char buf[4096];
-    const char *path = tokenizer_path(c, buf, sizeof buf);
-    evt_tokenizer *tk = load_tokenizer(path);
+    const char *path = cli_tokenizer_path(c->tokenizer, c->model, buf, sizeof buf);
+    evt_tokenizer *tk = cli_load_tokenizer(path);
     if (!tk) return 2;
-    int rc = encode_prompt_texts(c, tk, path) ? 0 : 2;
+    int rc = cli_encode_texts(c->nprompts, c->prompt_text, c->prompt, c->prompt_len, tk, path) ? 0 : 2;
     for (int i = 0; i < c->nprompts && !rc; i++) {
         if (c->prompt_text[i]) {
             printf("ids:");
             for (int64_t k = 0; k < c->prompt_len[i]; k++) printf(" %d", c->prompt[i][k]);
         } else {
             printf("text: ");
-            if (!print_decoded(tk, c->prompt[i], c->prompt_len[i])) rc = 2;
+            if (!cli_print_decoded(tk, c->prompt[i], c->prompt_len[i])) rc = 2;
         }
         printf("\n");
     }
@@ -700,20 +583,23 @@ static int cmd_decode(cli *c)
     int any_text = 0;
     for (int i = 0; i < c->nprompts; i++) any_text |= c->prompt_text[i] != NULL;
     char tkbuf[4096];
-    const char *tkpath = c->nprompts ? tokenizer_path(c, tkbuf, sizeof tkbuf) : NULL;
+    const char *tkpath = c->nprompts ? cli_tokenizer_path(c->tokenizer, c->model, tkbuf, sizeof tkbuf) : NULL;
     if (any_text && !tkpath) {
         fprintf(stderr, "evtc: decode: --prompt-text needs a tokenizer: --tokenizer PATH, or a --model CHECKPOINT_DIR "
                         "holding tokenizer.json\n");
         return 2;
     }
-    evt_tokenizer *tk = tkpath ? load_tokenizer(tkpath) : NULL;
+    evt_tokenizer *tk = tkpath ? cli_load_tokenizer(tkpath) : NULL;
     if (tkpath && !tk) {
         if (c->tokenizer || any_text) return 2;
         fprintf(stderr, "evtc: decode: the generated tokens are printed as ids only (%s not read)\n", tkpath);
     }
-    if (tk && !encode_prompt_texts(c, tk, tkpath)) { evt_tokenizer_free(tk); return 2; }
-    int32_t eos[MAX_EOS];
-    const int neos = tk ? read_eos(c->model, eos) : 0;
+    if (tk && !cli_encode_texts(c->nprompts, c->prompt_text, c->prompt, c->prompt_len, tk, tkpath)) {
+        evt_tokenizer_free(tk);
+        return 2;
+    }
+    int32_t eos[CLI_MAX_EOS];
+    const int neos = tk ? cli_read_eos(c->model, eos) : 0;
     int32_t *generated = c->nprompts ? calloc((size_t)(c->batch * c->steps), sizeof(int32_t)) : NULL;
     if (c->nprompts && !generated) { fprintf(stderr, "evtc: out of memory\n"); evt_tokenizer_free(tk); return 1; }
     o.generated = generated;
@@ -786,7 +672,7 @@ static int cmd_decode(cli *c)
                     for (int e = 0; e < neos; e++) at_eos |= g[k] == eos[e];
                 if (c->nprompts == 1) printf("generated text: ");
                 else printf("generated text[%lld]: ", b);
-                print_decoded(tk, g, at_eos ? k - 1 : k);
+                cli_print_decoded(tk, g, at_eos ? k - 1 : k);
                 if (at_eos) printf(" (end of sequence: token %lld, id %d)", k, g[k - 1]);
                 printf("\n");
             }
