@@ -20,6 +20,8 @@
 # adds the compiled Hugging Face model, 2-3 minutes of torch.compile per row)
 # and the floor: weight bytes per step / cudaMemcpy D2D bandwidth (read +
 # write bytes per second, measured in this run by bench/tiles --copy-only).
+# FLOOR=none: no copy-bandwidth run (and no tilebench build, minutes of nvcc
+# on a bare machine): the floor columns stay empty.
 # EXTRA: more `evtc decode` arguments for every run (an ablation, e.g.
 # EXTRA=--stream). BUDGET_S: no new run starts after this many seconds
 # (results so far are kept). Writes $OUT/decode_results.md (or /tmp/evt-decode/) and adds it
@@ -41,12 +43,14 @@ TAG=$(echo "$EXTRA" | tr -c 'a-zA-Z0-9\n' _)
 T0=$(date +%s)
 left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 make -j16 build/evtc build/libevtc.a > "$LOG/decode_build.log" 2>&1 || { echo "build failed"; tail -20 "$LOG/decode_build.log"; exit 1; }
-if [ ! -x build/tilebench ]; then
+FLOOR=${FLOOR:-measure}
+if [ "$FLOOR" != none ] && [ ! -x build/tilebench ]; then
     nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -Isrc -Iinclude bench/tiles/tilebench.cu build/libevtc.a \
         -o build/tilebench -lm >> "$LOG/decode_build.log" 2>&1 || { echo "tilebench build failed"; exit 1; }
 fi
 DEV=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)
-COPY=$(build/tilebench --copy-only | awk '/^COPY_GBS/ {print $2}')
+COPY=""
+[ "$FLOOR" = none ] || COPY=$(build/tilebench --copy-only | awk '/^COPY_GBS/ {print $2}')
 MAIN=${SCHEDS%% *}
 ALSO=$(echo "$SCHEDS" | cut -s -d' ' -f2- | tr ' ' ,)
 SEC=$LOG/decode_results$TAG.md
@@ -58,8 +62,8 @@ SRC_HASH=$(find src -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12
 {
     echo "## Qwen3 decode — $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
-    echo "Device: $DEV. cudaMemcpy D2D bandwidth (read + write): ${COPY} GB/s. Command: \`bench/decode.sh\`"
-    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS CTX=$CTX STEPS=$STEPS${EXTRA:+ EXTRA=\"$EXTRA\"}; commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), src/ sha256 $SRC_HASH)."
+    echo "Device: $DEV. cudaMemcpy D2D bandwidth (read + write): ${COPY:-not measured (FLOOR=none)} GB/s. Command: \`bench/decode.sh\`"
+    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS CTX=$CTX STEPS=$STEPS${EXTRA:+ EXTRA=\"$EXTRA\"}$([ "$FLOOR" = none ] && echo " FLOOR=none"); commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), src/ sha256 $SRC_HASH)."
     echo "One process per row: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched $MAIN${ALSO:+ --also $ALSO}${EXTRA:+ $EXTRA}\`;"
     echo "ms/token = 20 back-to-back launches of one decode step, CUDA events, tensors resident on the device."
     echo "kbk = the same tiles, one kernel launch per call; graph = those launches in a CUDA graph (captured once per batch size)."
