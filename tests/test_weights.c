@@ -4,7 +4,9 @@
  * can cause, and a Qwen3 checkpoint in Hugging Face names loaded into the
  * tiny model's decode program (folded and unfolded norms), whose first
  * step's logits are checked against a plain double-precision Qwen3 step
- * written here from the checkpoint's tensors alone. */
+ * written here from the checkpoint's tensors alone; prompts generate what
+ * that step does, and through the CLI a checkpoint directory's tokenizer and
+ * generation config are found. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -571,7 +573,29 @@ static void prompt_generation(void **state)
     assert_non_null(strstr(d.text, "prompts and --dump together are not supported"));
     evt_diag_free(&d);
     ckpt_free(&c);
-    char cmd[160];
+    /* the CLI finds the checkpoint directory's tokenizer.json and generation_config.json: a text prompt
+       ("Hi": ids 39, 72 in tests/data/tok-qwen.json) generates what its ids do, printed as text too, cut at
+       the end-of-sequence token the generation config names */
+    char cmd[1024], out[8192], ids[512];
+    snprintf(cmd, sizeof cmd, "cp tests/data/tok-qwen.json %s/tokenizer.json && build/evtc decode --model %s --steps 5 --prompt 39,72 2>&1",
+             dir, dir);
+    FILE *p = popen(cmd, "r");
+    out[fread(out, 1, sizeof out - 1, p)] = 0;
+    assert_int_equal(pclose(p), 0);
+    const char *g = strstr(out, "\ngenerated: ");
+    if (!g || !strstr(out, "\ngenerated text: \"")) fail_msg("%s", out);
+    snprintf(ids, sizeof ids, "%.*s", (int)strcspn(g + 1, "\n"), g + 1);
+    int first = -1;
+    sscanf(ids, "generated: %d", &first);
+    snprintf(cmd, sizeof cmd, "printf '{\"eos_token_id\": [%d]}' > %s/generation_config.json && build/evtc decode --model %s --steps 5 "
+             "--prompt-text Hi 2>&1", first, dir, dir);
+    p = popen(cmd, "r");
+    out[fread(out, 1, sizeof out - 1, p)] = 0;
+    assert_int_equal(pclose(p), 0);
+    if (!strstr(out, "a 2-token prompt") || !strstr(out, ids)) fail_msg("the ids' \"%s\", the text's:\n%s", ids, out);
+    char want[96];
+    snprintf(want, sizeof want, "\ngenerated text: \"\" (end of sequence: token 1, id %d)", first);
+    if (!strstr(out, want)) fail_msg("no \"%s\" in\n%s", want + 1, out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
 }
