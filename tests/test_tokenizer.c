@@ -202,6 +202,7 @@ static void refusals(void **s)
     expect_refused("\"merges\":[\"", "\"merges\":[\"a b c\",\"", "merge 0 is neither");
     expect_refused("\"vocab\":{\"!\":0", "\"vocab\":{\"!\":0,\"!\":7", "vocab entry ! twice");
     expect_refused("\"vocab\":{\"!\":0", "\"vocab\":{\"!\":\"zero\"", "vocab entry !: not an id");
+    expect_refused("\"vocab\":{\"!\":0", "\"vocab\":{\"!\":2000000000", "token ids up to 2000000000 for");
 }
 
 int main(void)

@@ -303,6 +303,9 @@ static evt_status load_model(evt_tokenizer *tk, const char *path, const cJSON *m
     }
     for (int i = 0; i < tk->nadded; i++)
         if (tk->added[i].id >= top) top = tk->added[i].id + 1;
+    if (top > 2 * (int64_t)(nv + tk->nadded) + 1024) /* a corrupt file, not a table to allocate */
+        return evt_diag_error(d, EVT_ERR_IO, NOLOC, "%s: token ids up to %lld for %d tokens: not a dense vocabulary", path,
+                              (long long)top - 1, nv + tk->nadded);
     tk->nids = top;
     if (!str_map_init(&tk->vocab, (size_t)nv) || !(tk->id_str = calloc((size_t)top, sizeof *tk->id_str)))
         return evt_diag_error(d, EVT_ERR_NOMEM, NOLOC, "out of memory");
