@@ -1,11 +1,10 @@
 /* cli_text.c — the CLI's text side (tools/cli_text.h): finding and
  * reading a tokenizer.json, encoding --prompt-text, printing generated
- * tokens as quoted text, a checkpoint's end-of-sequence ids. */
+ * tokens as quoted text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <cjson/cJSON.h>
 #include "cli_text.h"
 
 int cli_is_dir(const char *p)
@@ -67,35 +66,6 @@ void cli_print_quoted(const char *s, size_t n)
         else putchar(ch);
     }
     putchar('"');
-}
-
-/* The end-of-sequence ids of a checkpoint: `eos_token_id` (an id or a list)
-   of DIR/generation_config.json, else of the model's config.json (the
-   --model file, or DIR/config.json). Returns how many (0: none known). */
-int cli_read_eos(const char *model, int32_t *eos)
-{
-    const int dir = cli_is_dir(model);
-    char path[4096];
-    for (int k = dir ? 0 : 1; k < 2; k++) {
-        if (dir) snprintf(path, sizeof path, "%s/%s", model, k ? "config.json" : "generation_config.json");
-        else snprintf(path, sizeof path, "%s", model);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        char buf[1 << 16];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        cJSON *j = cJSON_Parse(buf);
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), *it;
-        int ne = 0;
-        if (cJSON_IsNumber(e)) eos[ne++] = (int32_t)e->valuedouble;
-        if (cJSON_IsArray(e))
-            cJSON_ArrayForEach(it, e)
-                if (cJSON_IsNumber(it) && ne < CLI_MAX_EOS) eos[ne++] = (int32_t)it->valuedouble;
-        cJSON_Delete(j);
-        if (ne) return ne;
-    }
-    return 0;
 }
 
 /* n ids as text, quoted, or why they cannot be; 0 if they cannot. */

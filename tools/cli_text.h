@@ -7,8 +7,7 @@
 #include <stdint.h>
 #include "evt/tokenizer.h"
 
-#define CLI_MAX_EOS 8
-
+/* 1 if path names a directory. */
 int cli_is_dir(const char *path);
 /* The tokenizer.json to read: `tokenizer` (a file, or a directory holding
    one) if given, else the `model` checkpoint directory's if it holds one;
@@ -24,9 +23,5 @@ int cli_encode_texts(int n, const char *const *texts, int32_t **ids, int64_t *le
 void cli_print_quoted(const char *s, size_t n);
 /* n ids as quoted text, or "(not decoded: why)"; 0 in that case. */
 int cli_print_decoded(const evt_tokenizer *tk, const int32_t *ids, int64_t n);
-/* The end-of-sequence ids (up to CLI_MAX_EOS) of a model: `eos_token_id`
-   (an id or a list) of DIR/generation_config.json, else of its
-   config.json (the model file itself, or DIR/config.json); 0 if none. */
-int cli_read_eos(const char *model, int32_t *eos);
 
 #endif

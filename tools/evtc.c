@@ -598,8 +598,6 @@ static int cmd_decode(cli *c)
         evt_tokenizer_free(tk);
         return 2;
     }
-    int32_t eos[CLI_MAX_EOS];
-    const int neos = tk ? cli_read_eos(c->model, eos) : 0;
     int32_t *generated = c->nprompts ? calloc((size_t)(c->batch * c->steps), sizeof(int32_t)) : NULL;
     if (c->nprompts && !generated) { fprintf(stderr, "evtc: out of memory\n"); evt_tokenizer_free(tk); return 1; }
     o.generated = generated;
@@ -669,7 +667,7 @@ static int cmd_decode(cli *c)
                 long long k = 0;
                 int at_eos = 0;
                 for (; k < c->steps && !at_eos; k++)
-                    for (int e = 0; e < neos; e++) at_eos |= g[k] == eos[e];
+                    for (int e = 0; e < cfg.n_eos; e++) at_eos |= g[k] == cfg.eos_token_ids[e];
                 if (c->nprompts == 1) printf("generated text: ");
                 else printf("generated text[%lld]: ", b);
                 cli_print_decoded(tk, g, at_eos ? k - 1 : k);

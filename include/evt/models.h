@@ -29,12 +29,19 @@ typedef struct evt_qwen3_config {
     int64_t intermediate_size, vocab_size;
     double rms_norm_eps, rope_theta;
     int tie_word_embeddings;
+    /* the end-of-sequence ids (`eos_token_id`, an id or a list) of a
+       checkpoint directory's generation_config.json, else of config.json;
+       none for the presets */
+#define EVT_QWEN3_MAX_EOS 8
+    int32_t eos_token_ids[EVT_QWEN3_MAX_EOS];
+    int n_eos;
 } evt_qwen3_config;
 
 /* qwen3-0.6b, qwen3-1.7b, qwen3-8b. Returns 0 for an unknown name. */
 int evt_qwen3_preset(const char *name, evt_qwen3_config *c);
 /* Reads a config.json, or a checkpoint directory's (missing head_dim:
-   hidden / heads). Fields the builder cannot honour (a scaled RoPE,
+   hidden / heads; the end-of-sequence ids also from the directory's
+   generation_config.json). Fields the builder cannot honour (a scaled RoPE,
    attention biases, sliding windows, experts) are errors. */
 evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d);
 

@@ -88,10 +88,10 @@
 
 int evt_qwen3_preset(const char *name, evt_qwen3_config *c)
 {
-    static const evt_qwen3_config presets[] = {
-        {"qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 1e-6, 1e6, 1},
-        {"qwen3-1.7b", 2048, 28, 16, 8, 128, 6144, 151936, 1e-6, 1e6, 1},
-        {"qwen3-8b", 4096, 36, 32, 8, 128, 12288, 151936, 1e-6, 1e6, 0},
+    static const evt_qwen3_config presets[] = { /* random weights: no end-of-sequence ids */
+        {"qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 1e-6, 1e6, 1, {0}, 0},
+        {"qwen3-1.7b", 2048, 28, 16, 8, 128, 6144, 151936, 1e-6, 1e6, 1, {0}, 0},
+        {"qwen3-8b", 4096, 36, 32, 8, 128, 12288, 151936, 1e-6, 1e6, 0, {0}, 0},
     };
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcmp(name, presets[i].name)) { *c = presets[i]; return 1; }
@@ -107,27 +107,53 @@ static int get_int(cJSON *j, const char *key, int64_t *out, int required)
     return 1;
 }
 
-evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d)
+/* `eos_token_id` (an id or a list) of a parsed config into c; the count. */
+static int read_eos(const cJSON *j, evt_qwen3_config *c)
 {
-    /* a checkpoint's directory: its config.json */
-    struct stat sb;
-    char in_dir[4096];
-    if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
-        snprintf(in_dir, sizeof in_dir, "%s/config.json", path);
-        path = in_dir;
-    }
+    const cJSON *e = cJSON_GetObjectItem(j, "eos_token_id"), *it;
+    int n = 0;
+    if (cJSON_IsNumber(e)) c->eos_token_ids[n++] = (int32_t)e->valuedouble;
+    if (cJSON_IsArray(e))
+        cJSON_ArrayForEach(it, e)
+            if (cJSON_IsNumber(it) && n < EVT_QWEN3_MAX_EOS) c->eos_token_ids[n++] = (int32_t)it->valuedouble;
+    return n;
+}
+
+/* A JSON file (its first MiB) parsed; NULL with *err the errno if it
+   cannot be opened, -1 out of memory, 0 if it is not JSON. */
+static cJSON *parse_file(const char *path, int *err)
+{
+    *err = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) /* a name that is neither a file nor a preset: say both */
-        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0},
-                              "cannot open model config %s (%s); the presets are qwen3-0.6b, qwen3-1.7b and qwen3-8b",
-                              path, strerror(errno));
+    if (!f) { *err = errno; return NULL; }
     char *buf = malloc(1 << 20);
     size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
     fclose(f);
-    if (!buf) return EVT_ERR_NOMEM;
+    if (!buf) { *err = -1; return NULL; }
     buf[n] = 0;
     cJSON *j = cJSON_Parse(buf);
     free(buf);
+    return j;
+}
+
+evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag *d)
+{
+    /* a checkpoint's directory: its config.json (and generation_config.json) */
+    struct stat sb;
+    char in_dir[4096], gen[4096];
+    const int dir = !stat(path, &sb) && S_ISDIR(sb.st_mode);
+    if (dir) {
+        snprintf(in_dir, sizeof in_dir, "%s/config.json", path);
+        snprintf(gen, sizeof gen, "%s/generation_config.json", path);
+        path = in_dir;
+    }
+    int err;
+    cJSON *j = parse_file(path, &err);
+    if (!j && err > 0) /* a name that is neither a file nor a preset: say both */
+        return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0},
+                              "cannot open model config %s (%s); the presets are qwen3-0.6b, qwen3-1.7b and qwen3-8b",
+                              path, strerror(err));
+    if (!j && err) return EVT_ERR_NOMEM;
     if (!j) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s is not valid JSON", path);
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%.63s", path); /* a display name (c->name has 64 bytes) */
@@ -164,7 +190,16 @@ evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag
     if (!st && cJSON_GetObjectItem(j, "num_experts"))
         st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "%s: num_experts: a mixture-of-experts model (the dense builder only)", path);
     c->tie_word_embeddings = (v = cJSON_GetObjectItem(j, "tie_word_embeddings")) && cJSON_IsTrue(v);
+    c->n_eos = read_eos(j, c);
     cJSON_Delete(j);
+    cJSON *g = dir ? parse_file(gen, &err) : NULL; /* its ids, where it names any, over config.json's */
+    evt_qwen3_config ge;
+    const int ng = g ? read_eos(g, &ge) : 0;
+    if (ng) {
+        memcpy(c->eos_token_ids, ge.eos_token_ids, sizeof ge.eos_token_ids);
+        c->n_eos = ng;
+    }
+    cJSON_Delete(g);
     if (!st && (c->num_attention_heads % c->num_key_value_heads || c->head_dim % 2 || c->head_dim > 1024))
         st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0},
                             "%s: heads must be a multiple of kv heads, head_dim even and at most 1024", path);
