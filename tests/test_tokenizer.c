@@ -17,20 +17,6 @@
 
 static int diag_has(const evt_diag *d, const char *want) { return d->text && strstr(d->text, want); }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 /* Every case of one tokenizer: the same ids as the library, and decoding
    them gives the library's text. Returns the number of cases; *cuts is the
    number whose ids but the last cut a character. */
@@ -44,7 +30,7 @@ static int check_cases(const char *name, int *cuts)
     evt_status st = evt_tokenizer_load(path, &tk, &d);
     if (st) fprintf(stderr, "%s\n", d.text);
     assert_int_equal(st, EVT_OK);
-    char *text = slurp(DATA "tok-cases.json");
+    char *text = h_read_file(DATA "tok-cases.json");
     cJSON *all = cJSON_Parse(text);
     free(text);
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(all, name), *c;
@@ -156,7 +142,7 @@ static void lookups_and_bad_input(void **s)
    expects loading to fail with `want` in the message. */
 static void expect_refused(const char *from, const char *to, const char *want)
 {
-    char *text = slurp(DATA "tok-qwen.json");
+    char *text = h_read_file(DATA "tok-qwen.json");
     char *at = strstr(text, from);
     assert_non_null(at);
     const char *path = "/tmp/evt_test_tok_bad.json";

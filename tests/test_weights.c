@@ -577,21 +577,17 @@ static void prompt_generation(void **state)
        ("Hi": ids 39, 72 in tests/data/tok-qwen.json) generates what its ids do, printed as text too, cut at
        the end-of-sequence token the generation config names */
     char cmd[1024], out[8192], ids[512];
-    snprintf(cmd, sizeof cmd, "cp tests/data/tok-qwen.json %s/tokenizer.json && build/evtc decode --model %s --steps 5 --prompt 39,72 2>&1",
+    snprintf(cmd, sizeof cmd, "cp tests/data/tok-qwen.json %s/tokenizer.json && build/evtc decode --model %s --steps 5 --prompt 39,72",
              dir, dir);
-    FILE *p = popen(cmd, "r");
-    out[fread(out, 1, sizeof out - 1, p)] = 0;
-    assert_int_equal(pclose(p), 0);
+    assert_int_equal(h_sh(cmd, out, sizeof out), 0);
     const char *g = strstr(out, "\ngenerated: ");
     if (!g || !strstr(out, "\ngenerated text: \"")) fail_msg("%s", out);
     snprintf(ids, sizeof ids, "%.*s", (int)strcspn(g + 1, "\n"), g + 1);
     int first = -1;
     sscanf(ids, "generated: %d", &first);
     snprintf(cmd, sizeof cmd, "printf '{\"eos_token_id\": [%d]}' > %s/generation_config.json && build/evtc decode --model %s --steps 5 "
-             "--prompt-text Hi 2>&1", first, dir, dir);
-    p = popen(cmd, "r");
-    out[fread(out, 1, sizeof out - 1, p)] = 0;
-    assert_int_equal(pclose(p), 0);
+             "--prompt-text Hi", first, dir, dir);
+    assert_int_equal(h_sh(cmd, out, sizeof out), 0);
     if (!strstr(out, "a 2-token prompt") || !strstr(out, ids)) fail_msg("the ids' \"%s\", the text's:\n%s", ids, out);
     char want[96];
     snprintf(want, sizeof want, "\ngenerated text: \"\" (end of sequence: token 1, id %d)", first);

@@ -42,6 +42,15 @@ static const int32_t *prompt_of(const prompt_set *p, int64_t b, int64_t *len)
     return p->ids[b % p->n];
 }
 
+/* The longest prompt's length (0 without prompts). */
+static int64_t longest_prompt(const evt_decode_opts *o)
+{
+    int64_t n = 0;
+    for (int i = 0; i < o->nprompts; i++)
+        if (o->prompt_lens[i] > n) n = o->prompt_lens[i];
+    return n;
+}
+
 /* Sets each request's position (context lengths differ a little; with
  * prompts, 0 and the prompt's first token). */
 static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx, const prompt_set *p)
@@ -350,9 +359,7 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
                                       o->prompts[i][k], (long long)c.vocab_size);
     }
     /* with prompts the cache fills from position 0: it must hold the longest and the generated tokens */
-    int64_t ctx = o->nprompts > 0 ? 0 : o->ctx;
-    for (int i = 0; i < o->nprompts; i++)
-        if (o->prompt_lens[i] > ctx) ctx = o->prompt_lens[i];
+    const int64_t ctx = o->nprompts > 0 ? longest_prompt(o) : o->ctx;
     if (o->batch < 1 || ctx < 1 || o->steps < 1)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch, --ctx and --steps must be at least 1");
     evt_qwen3_opts bo = o->build;
@@ -449,8 +456,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (!st && o->check) st = evt_buffers_new(mg, sym, o->build.seed, 0xfe, &ref, d);
     if (st) goto out;
     const prompt_set ps = {o->prompts, o->prompt_lens, o->nprompts}, *prompts = o->nprompts ? &ps : NULL;
-    int64_t longest = 0;
-    for (int i = 0; i < o->nprompts; i++) longest = o->prompt_lens[i] > longest ? o->prompt_lens[i] : longest;
+    const int64_t longest = longest_prompt(o);
     const int64_t launches = prompts ? longest - 1 + o->steps : o->steps; /* the prompts' steps, then the generated */
     init_positions(mg, b, o->batch, o->ctx, prompts);
     if (ref) init_positions(mg, ref, o->batch, o->ctx, prompts);

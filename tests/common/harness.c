@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <cjson/cJSON.h>
 #include "harness.h"
 
@@ -80,6 +81,18 @@ char *h_read_file(const char *path)
     char *s = slurp(path);
     if (!s) fail_msg("cannot read %s", path);
     return s;
+}
+
+int h_sh(const char *cmd, char *out, size_t cap)
+{
+    char full[16384];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int h_trace_load(const char *path, h_trace *out)

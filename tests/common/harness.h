@@ -25,6 +25,9 @@ evt_status h_run_check(evt_module *m, int nsets, const char *const *sets, const 
 
 /* The whole file as a malloc'd string (fails the test if unreadable). */
 char *h_read_file(const char *path);
+/* Runs a shell command; returns its exit code (-1 if it did not exit) and
+ * its stdout and stderr together in out (cap bytes, NUL-terminated). */
+int h_sh(const char *cmd, char *out, size_t cap);
 
 /* A trace read back: one entry per executed task. */
 typedef struct h_task { char name[96]; double ts, end; int tid; } h_task;

@@ -15,6 +15,8 @@ import sys
 
 from tokenizers import Tokenizer
 
+from evtc_text import unquote  # this directory's
+
 POOLS = [range(0x20, 0x7f), range(0x80, 0x250), range(0x300, 0x370), range(0x370, 0x500), range(0x2000, 0x2070),
          range(0x3000, 0x3100), range(0x4e00, 0x4f00), range(0xac00, 0xac80), range(0x1f300, 0x1f700),
          [9, 10, 13, 32, 32, 32, 0x85, 0xa0]]
@@ -29,26 +31,6 @@ def text(rng):
         else:
             out.append(chr(rng.choice(list(rng.choice(POOLS)))))
     return "".join(out)
-
-
-def unquote(q):
-    r"""evtc's quoted text: backslash escapes for \\ \" \n \t \r and \xNN."""
-    if not (len(q) >= 2 and q[0] == '"' and q[-1] == '"'):
-        return None
-    out, i, q = bytearray(), 0, q[1:-1].encode()
-    while i < len(q):
-        if q[i:i + 1] == b"\\":
-            c = q[i + 1:i + 2]
-            if c == b"x":
-                out.append(int(q[i + 2:i + 4], 16))
-                i += 4
-                continue
-            out += {b"n": b"\n", b"t": b"\t", b"r": b"\r"}.get(c, c)
-            i += 2
-        else:
-            out += q[i:i + 1]
-            i += 1
-    return out.decode()
 
 
 def evtc(name, flag, items):

@@ -48,73 +48,78 @@ run_case() { # name model batch ctx steps [extra evtc args]
     fi
     rm -rf "$dir"
 }
-# a Hugging Face checkpoint (qwen3_ckpt.py: random weights, norms not ones,
-# several shards) read by `--weights`, against the checkpoint's own
-# transformers model (qwen3_ref.py --hf-checkpoint)
-run_ckpt_case() { # name config batch ctx steps [extra evtc args]
-    local name=$1 cfg=$2 ck
-    picked "$name" || return 0
-    ck=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
-    if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$ck" > "$LOG/$name.ckpt.log" 2>&1; then
-        echo "== $name"; echo "   FAIL: qwen3_ckpt.py"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$ck"; return
-    fi
+# a random Hugging Face checkpoint of a config in a new directory $CK
+# (qwen3_ckpt.py: random weights, norms not ones, several shards; its
+# options after the config); status 1, the failure counted, if not written
+new_ckpt() { # name config [qwen3_ckpt.py options]
+    local name=$1 cfg=$2
     shift 2
-    REF_ARGS="--hf-checkpoint $ck" run_case "$name" "$cfg" "$@" --weights "$ck"
-    rm -rf "$ck"
+    CK=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
+    if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$CK" "$@" > "$LOG/$name.ckpt.log" 2>&1; then
+        echo "   FAIL: qwen3_ckpt.py ($name)"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$CK"; return 1
+    fi
+}
+# `evtc decode ARGS --backend cuda --check` into $LOG/NAME.decode.log, its
+# time, tokens and check shown; status 1, the failure counted, if it failed
+decode_logged() { # name [evtc decode args]
+    local name=$1
+    shift
+    if ! build/evtc decode "$@" --backend cuda --check > "$LOG/$name.decode.log" 2>&1; then
+        echo "   FAIL: evtc decode failed"; tail -15 "$LOG/$name.decode.log"; fail=$((fail + 1)); return 1
+    fi
+    grep -E "ms/token|^generated|^check" "$LOG/$name.decode.log" | sed 's/^/   /'
+}
+# a checkpoint read by `--weights`, against its own transformers model
+# (qwen3_ref.py --hf-checkpoint)
+run_ckpt_case() { # name config batch ctx steps [extra evtc args]
+    local name=$1 cfg=$2
+    picked "$name" || return 0
+    new_ckpt "$name" "$cfg" || return 0
+    shift 2
+    REF_ARGS="--hf-checkpoint $CK" run_case "$name" "$cfg" "$@" --weights "$CK"
+    rm -rf "$CK"
 }
 # a prompt (`--prompt`) on an untied checkpoint read through its own
 # config.json, the generated tokens against the checkpoint's model
 # (qwen3_generate.py: greedy choices or near-ties)
 run_gen_case() { # name config batch steps prompt [prompt ...] (request b takes prompt b mod N)
-    local name=$1 cfg=$2 b=$3 steps=$4 ck gen i ok=1
+    local name=$1 cfg=$2 b=$3 steps=$4 gen i ok=1
     picked "$name" || return 0
     shift 4
     local prompts=("$@") pargs=()
     for i in "${prompts[@]}"; do pargs+=(--prompt "$i"); done
-    ck=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
     echo "== $name: evtc decode --model CKPT/config.json --weights CKPT --batch $b --steps $steps ${pargs[*]} --backend cuda --check"
-    if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$ck" --untied --std 0.1 > "$LOG/$name.ckpt.log" 2>&1; then
-        echo "   FAIL: qwen3_ckpt.py"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$ck"; return
+    new_ckpt "$name" "$cfg" --untied --std 0.1 || return 0
+    if ! decode_logged "$name" --model "$CK/config.json" --weights "$CK" --batch "$b" --steps "$steps" "${pargs[@]}"; then
+        rm -rf "$CK"; return
     fi
-    if ! build/evtc decode --model "$ck/config.json" --weights "$ck" --batch "$b" --steps "$steps" "${pargs[@]}" \
-        --backend cuda --check > "$LOG/$name.decode.log" 2>&1; then
-        echo "   FAIL: evtc decode failed"; tail -15 "$LOG/$name.decode.log"; fail=$((fail + 1)); rm -rf "$ck"; return
-    fi
-    grep -E "ms/token|^generated|^check" "$LOG/$name.decode.log" | sed 's/^/   /'
     : > "$LOG/$name.ref.log"
     for i in "${!prompts[@]}"; do
         if [ ${#prompts[@]} -eq 1 ]; then gen=$(sed -n 's/^generated: //p' "$LOG/$name.decode.log" | tr ' ' ',')
         else gen=$(sed -n "s/^generated\[$i\]: //p" "$LOG/$name.decode.log" | tr ' ' ','); fi
-        $PY tests/gpu/qwen3_generate.py "$ck" --prompt "${prompts[$i]}" --generated "$gen" >> "$LOG/$name.ref.log" 2>&1 || ok=0
+        $PY tests/gpu/qwen3_generate.py "$CK" --prompt "${prompts[$i]}" --generated "$gen" >> "$LOG/$name.ref.log" 2>&1 || ok=0
     done
     grep -v "Loading" "$LOG/$name.ref.log" | sed 's/^/   /'
     if [ $ok = 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "   FAIL"; fi
-    rm -rf "$ck"
+    rm -rf "$CK"
 }
 # a text prompt (`--prompt-text`) through the checkpoint directory's
 # tokenizer.json (tests/data's Qwen-layout one): the prompt's ids and the
 # generated text against Hugging Face's tokenizers library, the tokens
 # against the checkpoint's model
 run_text_case() { # name config steps text
-    local name=$1 cfg=$2 steps=$3 text=$4 ck gen gtext
+    local name=$1 cfg=$2 steps=$3 text=$4 gen gtext
     picked "$name" || return 0
-    ck=$(mktemp -d "${TMPDIR:-/tmp}/evt-ck-$name-XXXX")
     echo "== $name: evtc decode --model CKPT --steps $steps --prompt-text '$text' --backend cuda --check"
-    if ! $PY tests/gpu/qwen3_ckpt.py "$cfg" "$ck" --untied --std 0.1 > "$LOG/$name.ckpt.log" 2>&1; then
-        echo "   FAIL: qwen3_ckpt.py"; tail -5 "$LOG/$name.ckpt.log"; fail=$((fail + 1)); rm -rf "$ck"; return
-    fi
-    cp tests/data/tok-qwen.json "$ck/tokenizer.json"
-    if ! build/evtc decode --model "$ck" --steps "$steps" --prompt-text "$text" --backend cuda --check \
-        > "$LOG/$name.decode.log" 2>&1; then
-        echo "   FAIL: evtc decode failed"; tail -15 "$LOG/$name.decode.log"; fail=$((fail + 1)); rm -rf "$ck"; return
-    fi
-    grep -E "ms/token|^generated|^check" "$LOG/$name.decode.log" | sed 's/^/   /'
+    new_ckpt "$name" "$cfg" --untied --std 0.1 || return 0
+    cp tests/data/tok-qwen.json "$CK/tokenizer.json"
+    if ! decode_logged "$name" --model "$CK" --steps "$steps" --prompt-text "$text"; then rm -rf "$CK"; return; fi
     gen=$(sed -n 's/^generated: //p' "$LOG/$name.decode.log" | tr ' ' ',')
     gtext=$(sed -n 's/^generated text: //p' "$LOG/$name.decode.log")
-    if $PY tests/gpu/qwen3_generate.py "$ck" --text "$text" --generated "$gen" --generated-text "$gtext" \
+    if $PY tests/gpu/qwen3_generate.py "$CK" --text "$text" --generated "$gen" --generated-text "$gtext" \
         > "$LOG/$name.ref.log" 2>&1; then pass=$((pass + 1)); grep -v "Loading" "$LOG/$name.ref.log" | sed 's/^/   /'
     else fail=$((fail + 1)); grep -v "Loading" "$LOG/$name.ref.log" | sed 's/^/   /'; echo "   FAIL"; fi
-    rm -rf "$ck"
+    rm -rf "$CK"
 }
 run_gen_case tiny-b3-prompts examples/qwen3-tiny.json 3 24 17,200,3,91,42 250,8
 run_text_case tiny-text-prompt tests/gpu/qwen3-tiny-vocab.json 20 "<|im_start|>user

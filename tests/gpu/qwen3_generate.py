@@ -15,7 +15,11 @@ checkpoint's tokenizer.json through Hugging Face's `tokenizers` library, and
 the library's decoding of the generated ids.
 Exit status 1 on a token that is neither, 2 on bad input.
 """
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+from evtc_text import unquote  # noqa: E402 (evtc's quoted text lines)
 
 try:
     import torch
@@ -27,25 +31,6 @@ except Exception as e:  # noqa: BLE001
 
 def ids(opts, name):
     return [int(t) for t in opts[opts.index(name) + 1].split(",") if t]
-
-
-def unquote(q):
-    r"""evtc's quoted text: backslash escapes for \\ \" \n \t \r and \xNN."""
-    assert q.startswith('"') and q.endswith('"'), q
-    out, i, q = bytearray(), 0, q[1:-1].encode()
-    while i < len(q):
-        if q[i:i + 1] == b"\\":
-            c = q[i + 1:i + 2]
-            if c == b"x":
-                out.append(int(q[i + 2:i + 4], 16))
-                i += 4
-                continue
-            out += {b"n": b"\n", b"t": b"\t", b"r": b"\r"}.get(c, c)
-            i += 2
-        else:
-            out += q[i:i + 1]
-            i += 1
-    return out.decode()
 
 
 def main():
