@@ -278,8 +278,16 @@ typedef struct { uint16_t *dst; const float *scale; int64_t cols; } bf16_ctx;
 static void to_bf16(void *c, uint64_t at, const float *v, size_t n)
 {
     bf16_ctx *x = c;
-    for (size_t i = 0; i < n; i++)
-        x->dst[at + i] = evt_f32_to_bf16(x->scale ? v[i] * x->scale[(at + i) % (uint64_t)x->cols] : v[i]);
+    uint16_t *dst = x->dst + at;
+    if (!x->scale) {
+        for (size_t i = 0; i < n; i++) dst[i] = evt_f32_to_bf16(v[i]);
+        return;
+    }
+    /* the column walks along with i: one division a chunk, not one an element */
+    for (size_t i = 0, k = (size_t)(at % (uint64_t)x->cols); i < n; i++) {
+        dst[i] = evt_f32_to_bf16(v[i] * x->scale[k]);
+        if (++k == (size_t)x->cols) k = 0;
+    }
 }
 static void to_f32(void *c, uint64_t at, const float *v, size_t n) { memcpy((float *)c + at, v, n * sizeof(float)); }
 

@@ -273,6 +273,7 @@ static evt_status encode_normalized(const evt_tokenizer *tk, const char *s, size
 
 static evt_status encode_raw_piece(const evt_tokenizer *tk, const char *s, size_t n, ids *out, evt_diag *d)
 {
+    if (!tk->nnorm) return encode_normalized(tk, s, n, out, d); /* no normalizer: no copy */
     char *norm = NULL;
     size_t nn = 0;
     evt_status st = tk_normalize(tk, s, n, &norm, &nn, d);
