@@ -17,7 +17,11 @@
 #   next tokens with the first schedule's.)
 # Then the PyTorch peers (bench/peers/torch_qwen3.py; PEERS=none skips them;
 # the default, hand, is the hand-written model in one CUDA graph; PEERS=hand,hfgraph
-# adds the compiled Hugging Face model, 2-3 minutes of torch.compile per row)
+# adds the compiled Hugging Face model, 1.5-3 minutes of torch.compile per row).
+# The compiled peers run first, PEER_JOBS cells at a time (default all of
+# them, 4 on a device of less than 120 GB): every process of a wave compiles and warms up
+# at once, then they time one after another with the GPU otherwise idle
+# (torch_qwen3.py --turn), so their compile minutes overlap instead of adding.
 # and the floor: weight bytes per step / cudaMemcpy D2D bandwidth (read +
 # write bytes per second, measured in this run by bench/tiles --copy-only).
 # FLOOR=none: no copy-bandwidth run (and no tilebench build, minutes of nvcc
@@ -54,6 +58,49 @@ COPY=""
 MAIN=${SCHEDS%% *}
 ALSO=$(echo "$SCHEDS" | cut -s -d' ' -f2- | tr ' ' ,)
 SEC=$LOG/decode_results$TAG.md
+# The compiled peers (hf, hfgraph in PEERS): waves of PEER_JOBS processes that
+# compile at once and time in turn; each cell's lines in $LOG/peers_hf_M_bB.txt.
+HF_PEERS=$(echo "$PEERS" | tr , '\n' | grep -E '^(hf|hfgraph)$' | tr '\n' ' ')
+PLAIN_PEERS=$(echo "$PEERS" | tr , '\n' | grep -vE '^(hf|hfgraph|none)$' | paste -sd, -)
+CELLS=""
+for m in $MODELS; do for b in $BATCHES; do CELLS="$CELLS $m:$b"; done; done
+NCELLS=$(echo $CELLS | wc -w)
+GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
+if [ -z "${PEER_JOBS:-}" ]; then # all at once on an H200 (qwen3-8b's peer holds ~20 GB), 4 on less
+    PEER_JOBS=$NCELLS
+    [ "${GPU_MIB:-0}" -ge 120000 ] || PEER_JOBS=4
+fi
+run_hf_wave() { # cells of one wave: compile at once, then time one at a time
+    local turn=$LOG/turns pids="" c m b i=0
+    mkdir -p "$turn"
+    local threads=$(( $(nproc) / $# )); [ "$threads" -ge 1 ] || threads=1
+    for c in "$@"; do
+        m=${c%%:*}; b=${c##*:}
+        rm -f "$LOG/peers_hf_${m}_b$b.txt"
+        for p in $HF_PEERS; do
+            rm -f "$turn/${m}_b${b}_$p".*
+            TORCHINDUCTOR_COMPILE_THREADS=$threads timeout 900 python3 bench/peers/torch_qwen3.py --model "$m" --batch "$b" \
+                --ctx "$CTX" --steps 30 --peers "$p" --turn "$turn/${m}_b${b}_$p" >> "$LOG/peers_hf_${m}_b$b.txt" 2>&1 &
+            pids="$pids $!:$turn/${m}_b${b}_$p"
+        done
+    done
+    for e in $pids; do # every process ready to time (or ended)
+        while kill -0 "${e%%:*}" 2>/dev/null && [ ! -e "${e#*:}.ready" ]; do sleep 1; done
+    done
+    echo "compiled peers ready: $* ($(( $(date +%s) - T0 )) s)"
+    for e in $pids; do # one at a time
+        touch "${e#*:}.go"
+        wait "${e%%:*}"
+    done
+}
+if [ -n "$HF_PEERS" ]; then
+    wave=()
+    for c in $CELLS; do
+        wave+=("$c")
+        if [ "${#wave[@]}" -ge "$PEER_JOBS" ]; then run_hf_wave "${wave[@]}"; wave=(); fi
+    done
+    [ "${#wave[@]}" -eq 0 ] || run_hf_wave "${wave[@]}"
+fi
 # the tree measured: git's HEAD can be stale where the working tree was
 # copied without its history (the device machine), so also a hash of src/
 # (what the kernels and evtc are built from), comparable with
@@ -63,7 +110,7 @@ SRC_HASH=$(find src -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12
     echo "## Qwen3 decode — $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
     echo "Device: $DEV. cudaMemcpy D2D bandwidth (read + write): ${COPY:-not measured (FLOOR=none)} GB/s. Command: \`bench/decode.sh\`"
-    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS CTX=$CTX STEPS=$STEPS${EXTRA:+ EXTRA=\"$EXTRA\"}$([ "$FLOOR" = none ] && echo " FLOOR=none"); commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), src/ sha256 $SRC_HASH)."
+    echo "(MODELS=\"$MODELS\" BATCHES=\"$BATCHES\" SCHEDS=\"$SCHEDS\" PEERS=$PEERS${HF_PEERS:+ PEER_JOBS=$PEER_JOBS} CTX=$CTX STEPS=$STEPS${EXTRA:+ EXTRA=\"$EXTRA\"}$([ "$FLOOR" = none ] && echo " FLOOR=none"); commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), src/ sha256 $SRC_HASH)."
     echo "One process per row: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched $MAIN${ALSO:+ --also $ALSO}${EXTRA:+ $EXTRA}\`;"
     echo "ms/token = 20 back-to-back launches of one decode step, CUDA events, tensors resident on the device."
     echo "kbk = the same tiles, one kernel launch per call; graph = those launches in a CUDA graph (captured once per batch size)."
@@ -101,12 +148,12 @@ for m in $MODELS; do
             floor=$(awk -v w="$wgb" -v c="$COPY" 'BEGIN {printf "%.3f", w / c * 1000}')
             [ -n "$main_ms" ] && pct=$(awk -v f="$floor" -v s="$main_ms" 'BEGIN {printf "%.0f%%", 100 * f / s}')
         fi
-        peer=""
-        if [ "$PEERS" != none ] && [ "$(left)" -gt 0 ]; then
-            timeout 420 python3 bench/peers/torch_qwen3.py --model "$m" --batch "$b" --ctx "$CTX" --steps 30 --peers "$PEERS" \
+        if [ -n "$PLAIN_PEERS" ] && [ "$(left)" -gt 0 ]; then
+            timeout 420 python3 bench/peers/torch_qwen3.py --model "$m" --batch "$b" --ctx "$CTX" --steps 30 --peers "$PLAIN_PEERS" \
                 > "$LOG/peers_${m}_b$b.txt" 2>&1
-            peer=$(grep "^PEER .* $m B=$b " "$LOG/peers_${m}_b$b.txt" | awk '{printf "%s%s %s ms", sep, $2, $6; sep="; "}')
         fi
+        peer=$(cat "$LOG/peers_${m}_b$b.txt" "$LOG/peers_hf_${m}_b$b.txt" 2>/dev/null | grep "^PEER .* $m B=$b " |
+            awk '{printf "%s%s %s ms", sep, $2, $6; sep="; "}')
         echo "$row ${xg:-–} | ${outs:-–} | ${peer:-–} | ${floor:-–} | ${pct:-–} |" >> "$SEC"
         cat "$SEC" | tail -1
     done

@@ -2,7 +2,7 @@
 """torch_qwen3.py — PyTorch decode peers for the Qwen3 decode benchmark (timing only).
 
     python3 bench/peers/torch_qwen3.py --model qwen3-0.6b|qwen3-8b [--batch 1,8,32,64] [--ctx 512] [--steps 50]
-            [--peers hf,hand | hfgraph | ...]   (default hf,hand)
+            [--peers hf,hand | hfgraph | ...]   (default hf,hand) [--turn DIR/NAME]
 
 Random bf16 weights, every request at position `ctx` (cache holding ctx
 tokens of garbage), greedy next token fed back. The peers:
@@ -19,8 +19,14 @@ tokens of garbage), greedy next token fed back. The peers:
                graph and replayed.
 Prints one line per (peer, batch): "PEER <name> <model> B=<b> ctx=<c> <ms> ms/token".
 Timing: warm-up, CUDA events around `steps` back-to-back steps, median of 5.
+
+--turn DIR/NAME (one batch, one peer): compile, capture and warm up, then
+write DIR/NAME.ready and wait for DIR/NAME.go before timing. bench/decode.sh
+starts every cell's compiled peer at once this way (torch.compile's minutes
+overlap) and lets them time one at a time, the GPU otherwise idle.
 """
 import math
+import os
 import statistics
 import sys
 import time
@@ -37,6 +43,21 @@ PRESETS = {
                      intermediate_size=12288, vocab_size=151936, tie_word_embeddings=False),
 }
 EPS, THETA = 1e-6, 1e6
+
+
+TURN = None  # "DIR/NAME" of --turn, or None
+
+
+def wait_turn(limit_s=900):
+    """With --turn: say this process is ready to time, then wait until told to."""
+    if TURN is None:
+        return
+    open(TURN + ".ready", "w").close()
+    t0 = time.time()
+    while not os.path.exists(TURN + ".go"):
+        if time.time() - t0 > limit_s:
+            raise TimeoutError(f"no {TURN}.go within {limit_s} s")
+        time.sleep(0.1)
 
 
 def timeit(fn, steps):
@@ -145,8 +166,16 @@ def hf_model(c, B, ctx, steps, T):
     from transformers import StaticCache
     cfg = Qwen3Config(rms_norm_eps=EPS, rope_theta=THETA, max_position_embeddings=max(4096, ctx + 8 * steps + 64),
                       attention_bias=False, torch_dtype=torch.bfloat16, **c)
-    with torch.device("cuda"):
-        m = Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    # built in bf16 directly: an f32 model first would take twice the memory
+    # at its peak (32 GB for qwen3-8b), which bench/decode.sh's concurrent
+    # peers do not have
+    dflt = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device("cuda"):
+            m = Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    finally:
+        torch.set_default_dtype(dflt)
     try:
         cache = StaticCache(config=cfg, max_batch_size=B, max_cache_len=T, device="cuda", dtype=torch.bfloat16)
     except TypeError:
@@ -164,6 +193,7 @@ def bench_hand(c, B, ctx, steps):
     m.pos.fill_(ctx)
     for _ in range(5):
         run()
+    wait_turn()
     m.pos.fill_(ctx)  # positions ctx .. ctx + 5 * steps
     ms = timeit(run, steps)
     del g, m
@@ -190,6 +220,7 @@ def bench_hf(c, B, ctx, steps):
         step()
     torch.cuda.synchronize()
     warm = time.time() - t0
+    wait_turn()
     state["p"] = ctx
     ms = timeit(step, steps)
     del m, cache, fwd
@@ -220,6 +251,7 @@ def bench_hf_graph(c, B, ctx, steps):
     cp.fill_(ctx)
     for _ in range(3):
         g.replay()
+    wait_turn()
     cp.fill_(ctx)  # positions ctx .. ctx + 5 * steps
     ms = timeit(g.replay, steps)
     del g, m, cache, fwd
@@ -234,6 +266,10 @@ def main():
     ctx = int(a[a.index("--ctx") + 1]) if "--ctx" in a else 512
     steps = int(a[a.index("--steps") + 1]) if "--steps" in a else 50
     peers = (a[a.index("--peers") + 1] if "--peers" in a else "hf,hand").split(",")
+    global TURN
+    TURN = a[a.index("--turn") + 1] if "--turn" in a else None
+    if TURN is not None and (len(batches) != 1 or len(peers) != 1):
+        sys.exit("--turn times one peer at one batch: give one --batch and one --peers")
     c = PRESETS[model]
     torch.backends.cuda.matmul.allow_tf32 = False
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
