@@ -22,6 +22,9 @@
 # them, 4 on a device of less than 120 GB): every process of a wave compiles and warms up
 # at once, then they time one after another with the GPU otherwise idle
 # (torch_qwen3.py --turn), so their compile minutes overlap instead of adding.
+# Compiled this way two cells' peers measured 6-8% faster than compiled alone
+# (PEER_JOBS=1; bench/RESULTS.md, session 69): compare peer figures only
+# with ones compiled the same way.
 # and the floor: weight bytes per step / cudaMemcpy D2D bandwidth (read +
 # write bytes per second, measured in this run by bench/tiles --copy-only).
 # FLOOR=none: no copy-bandwidth run (and no tilebench build, minutes of nvcc
