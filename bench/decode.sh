@@ -26,7 +26,10 @@
 # (PEER_JOBS=1; bench/RESULTS.md, session 69): compare peer figures only
 # with ones compiled the same way.
 # and the floor: weight bytes per step / cudaMemcpy D2D bandwidth (read +
-# write bytes per second, measured in this run by bench/tiles --copy-only).
+# write bytes per second, measured in this run by bench/tiles --copy-only),
+# and beside it the floor with the KV cache's bytes the timed step reads
+# (evtc decode's "KV cache ... GB/step"), which from batch 32 is a sixth to
+# a third more at context 512.
 # FLOOR=none: no copy-bandwidth run (and no tilebench build, minutes of nvcc
 # on a bare machine): the floor columns stay empty.
 # EXTRA: more `evtc decode` arguments for every run (an ablation, e.g.
@@ -117,12 +120,12 @@ SRC_HASH=$(find src -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12
     echo "One process per row: \`evtc decode --model M --batch B --ctx $CTX --steps $STEPS --backend cuda --sched $MAIN${ALSO:+ --also $ALSO}${EXTRA:+ $EXTRA}\`;"
     echo "ms/token = 20 back-to-back launches of one decode step, CUDA events, tensors resident on the device."
     echo "kbk = the same tiles, one kernel launch per call; graph = those launches in a CUDA graph (captured once per batch size)."
-    echo "Floor: weight bytes per step / copy bandwidth. \"x graph\" = graph time / $MAIN time (above 1: the megakernel is faster)."
+    echo "Floor: weight bytes per step / copy bandwidth (with the KV cache: weight and cache bytes the timed step reads). \"x graph\" = graph time / $MAIN time (above 1: the megakernel is faster)."
     echo
     hdr="| model | B |"; sep="|---|---|"
     for s in $SCHEDS; do hdr="$hdr $s |"; sep="$sep---|"; done
-    echo "$hdr x graph | outputs vs $MAIN | torch peer | floor | $MAIN % of floor |"
-    echo "$sep---|---|---|---|---|"
+    echo "$hdr x graph | outputs vs $MAIN | torch peer | floor | $MAIN % of floor | floor with the KV cache | $MAIN % of it |"
+    echo "$sep---|---|---|---|---|---|---|"
 } > "$SEC"
 for m in $MODELS; do
     for b in $BATCHES; do
@@ -146,10 +149,15 @@ for m in $MODELS; do
         xg=""
         [ -n "$graph_ms" ] && [ -n "$main_ms" ] && xg=$(awk -v g="$graph_ms" -v s="$main_ms" 'BEGIN {printf "%.2f", g / s}')
         wgb=$(grep -o 'weights [0-9.]* GB/step' "$out" | head -1 | awk '{print $2}')
-        floor=""; pct=""
+        kvgb=$(grep -o 'KV cache [0-9.]* GB/step' "$out" | head -1 | awk '{print $3}')
+        floor=""; pct=""; floorkv=""; pctkv=""
         if [ -n "$wgb" ] && [ -n "$COPY" ]; then
             floor=$(awk -v w="$wgb" -v c="$COPY" 'BEGIN {printf "%.3f", w / c * 1000}')
             [ -n "$main_ms" ] && pct=$(awk -v f="$floor" -v s="$main_ms" 'BEGIN {printf "%.0f%%", 100 * f / s}')
+            if [ -n "$kvgb" ]; then
+                floorkv=$(awk -v w="$wgb" -v k="$kvgb" -v c="$COPY" 'BEGIN {printf "%.3f", (w + k) / c * 1000}')
+                [ -n "$main_ms" ] && pctkv=$(awk -v f="$floorkv" -v s="$main_ms" 'BEGIN {printf "%.0f%%", 100 * f / s}')
+            fi
         fi
         if [ -n "$PLAIN_PEERS" ] && [ "$(left)" -gt 0 ]; then
             timeout 420 python3 bench/peers/torch_qwen3.py --model "$m" --batch "$b" --ctx "$CTX" --steps 30 --peers "$PLAIN_PEERS" \
@@ -157,7 +165,7 @@ for m in $MODELS; do
         fi
         peer=$(cat "$LOG/peers_${m}_b$b.txt" "$LOG/peers_hf_${m}_b$b.txt" 2>/dev/null | grep "^PEER .* $m B=$b " |
             awk '{printf "%s%s %s ms", sep, $2, $6; sep="; "}')
-        echo "$row ${xg:-–} | ${outs:-–} | ${peer:-–} | ${floor:-–} | ${pct:-–} |" >> "$SEC"
+        echo "$row ${xg:-–} | ${outs:-–} | ${peer:-–} | ${floor:-–} | ${pct:-–} | ${floorkv:-–} | ${pctkv:-–} |" >> "$SEC"
         cat "$SEC" | tail -1
     done
 done

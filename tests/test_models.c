@@ -877,6 +877,13 @@ static void reduction_tasks(void **state)
             if (evt_decode(&o, &r, &d)) fail_msg("B=%d ablate=%d: %s", B, ablate, d.text);
             assert_int_equal(r.check_failed, 0);
             assert_int_equal(r.steps_checked, 2);
+            /* the KV cache the timed step (the second) reads: request b
+               starts with 24 - b % 4 cached tokens, has appended one, and
+               attends over those and the one it appends; a token is keys and
+               values of 2 layers x 2 kv heads x 16 dims in bf16 */
+            double positions = 0;
+            for (int b = 0; b < B; b++) positions += 24 - b % 4 + 2;
+            assert_true(r.cache_bytes == positions * 2 * 2 * 2 * 16 * 2);
             evt_diag_free(&d);
         }
 }

@@ -653,9 +653,9 @@ static int cmd_decode(cli *c)
         else if (c->nprompts) snprintf(ctx, sizeof ctx, "%d prompts", c->nprompts);
         else snprintf(ctx, sizeof ctx, "ctx %lld", c->ctx);
         printf("decode %s: batch %lld, %s, %lld steps, %s schedule on %s: %.3f ms/token (first step %.3f ms), "
-               "%lld tasks/step, weights %.3f GB/step (%.1f GB/s)\n",
+               "%lld tasks/step, weights %.3f GB/step (%.1f GB/s), KV cache %.3f GB/step\n",
                c->model, c->batch, ctx, c->steps, evt_sched_name(c->run.sched), evt_backend_name(o.backend), r.ms_per_token,
-               r.first_ms, (long long)r.ntasks, wb / 1e9, r.ms_per_token > 0 ? wb / 1e6 / r.ms_per_token : 0);
+               r.first_ms, (long long)r.ntasks, wb / 1e9, r.ms_per_token > 0 ? wb / 1e6 / r.ms_per_token : 0, r.cache_bytes / 1e9);
         /* request b had prompt b % nprompts: the first requests' tokens stand for the rest */
         for (long long b = 0; b < c->nprompts && b < c->batch; b++) {
             if (c->nprompts == 1) printf("generated:");

@@ -145,6 +145,9 @@ typedef struct evt_qwen3_opts {
 char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *o, evt_diag *d);
 /* Weight bytes streamed per step (the bandwidth floor's numerator). */
 double evt_qwen3_weight_bytes(const evt_qwen3_config *c);
+/* Bytes of keys and values one cached token holds over all layers (bf16):
+ * a step whose requests attend over P positions in all reads P times this. */
+double evt_qwen3_cache_bytes_per_token(const evt_qwen3_config *c);
 
 /* ---- the decode driver ------------------------------------------------ */
 
@@ -310,6 +313,9 @@ typedef struct evt_decode_result {
                               its logits (within the logits' tolerance; both sides then took the
                               device's token) */
     int64_t ntasks;
+    double cache_bytes;    /* bytes of the KV cache (keys and values, every layer) the timed steps
+                              read: each request's cached positions up to its own, averaged over
+                              the timed launches (GPU: the one step timed) */
     unsigned stream_ring_bytes; /* GPU: the weight stream's ring per worker (0: the GEMVs read global memory) */
     double also_ms[EVT_DECODE_MAX_ALSO];      /* ms/token of each `also` schedule */
     double also_logit_err[EVT_DECODE_MAX_ALSO]; /* max |logit - main| / max |main logit| */

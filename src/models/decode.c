@@ -63,6 +63,16 @@ static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_
     }
 }
 
+/* The cache positions a step at the current positions reads: each request
+   attends over its cached tokens and the one it appends. */
+static double positions_read(const evt_graph *g, evt_buffers *b, int64_t B)
+{
+    const int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL);
+    double n = 0;
+    for (int64_t r = 0; r < B; r++) n += (double)pos[r] + 1;
+    return n;
+}
+
 /* The weight tensors of one buffer set into another of the same program. */
 static void copy_weights(const evt_graph *g, evt_buffers *from, evt_buffers *to)
 {
@@ -476,9 +486,10 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     if (o->dump_dir && (st = dump_inputs(o->dump_dir, &c, o, mg, b, &manifest, d))) goto out;
     tokens = calloc((size_t)(launches * o->batch + 1), sizeof(int32_t));
     if (!tokens) { st = EVT_ERR_NOMEM; goto out; }
-    double sum = 0, last_report = now_s();
+    double sum = 0, read = 0, last_report = now_s();
     for (int64_t s = 0; s < launches; s++) {
         evt_run_stats rs;
+        if (s > 0 || launches == 1) read += positions_read(mg, b, o->batch);
         if ((st = evt_module_run(m, sym, b, &o->run, &rs, d))) goto out;
         r->ntasks = rs.ntasks;
         r->stream_ring_bytes = rs.stream_ring_bytes;
@@ -529,6 +540,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         }
     }
     r->ms_per_token = launches > 1 ? sum / (double)(launches - 1) : r->first_ms;
+    r->cache_bytes = read / (double)(launches > 1 ? launches - 1 : 1) * evt_qwen3_cache_bytes_per_token(&c);
     if (o->backend == EVT_BACKEND_CUDA) {
         /* launches above include host<->device copies of every tensor; the
            time per token is measured on back-to-back launches of the same
@@ -538,6 +550,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         if ((st = evt_module_time(m, sym, b, &o->run, iters, &ms, d))) goto out;
         r->ms_per_token = ms;
         r->timed_launches = iters;
+        r->cache_bytes = positions_read(mg, b, o->batch) * evt_qwen3_cache_bytes_per_token(&c);
     }
     if (!st && o->nalso) st = time_also(o, m, sym, b, r, d);
     if (manifest) {

@@ -213,6 +213,11 @@ double evt_qwen3_weight_bytes(const evt_qwen3_config *c)
     return 2.0 * (layer * c->num_hidden_layers + (double)c->vocab_size * H + H);
 }
 
+double evt_qwen3_cache_bytes_per_token(const evt_qwen3_config *c)
+{
+    return 2.0 * 2.0 * (double)c->num_hidden_layers * (double)c->num_key_value_heads * (double)c->head_dim;
+}
+
 /* Tiles of a linear call over n rows: `target` (one wave of workers), or
  * fewer when rows are few; with max_rows < n / target, the fewest multiple
  * of target with at most max_rows rows per tile (the LM head's default).
