@@ -445,6 +445,9 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: at most %d extra schedules", EVT_DECODE_MAX_ALSO);
     }
     for (int k = 0; k < o->nalso; k++) unfused |= o->also[k] == EVT_SCHED_UNFUSED;
+    if (!o->quiet && o->backend == EVT_BACKEND_CUDA) /* a first build is minutes of nvcc with nothing else to say */
+        fprintf(stderr, "decode: building %s's kernel%s for cuda (nvcc runs 1-3 minutes the first time; the kernel cache "
+                        "serves later runs)\n", c.name, unfused ? "s" : "");
     st = evt_module_build(g, o->backend, &o->compile, unfused, &m, d);
     if (st) return st;
     if (o->backend == EVT_BACKEND_CUDA && !evt_cuda_available()) {
