@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include "harness.h"
 #include "evt/models.h"
+#include "evt/runtime.h"
 #include "evt/safetensors.h"
 #include "runtime/half.h"
 
@@ -481,6 +482,23 @@ static void qwen3_checkpoint(void **state)
     assert_int_not_equal(evt_decode(&o, &r, &d), EVT_OK);
     if (!strstr(d.text, "model.embed_tokens.weight is [256, 64], the model needs")) fail_msg("message: %s", d.text);
     evt_diag_free(&d);
+    /* checked before anything is built: on the CUDA backend (no nvcc needed,
+       none run) the same error, and a shard missing its tensors named */
+    const int64_t compiles = evt_cuda_compile_count();
+    o.backend = EVT_BACKEND_CUDA;
+    evt_diag_init(&d, "decode");
+    assert_int_not_equal(evt_decode(&o, &r, &d), EVT_OK);
+    if (!strstr(d.text, "model.embed_tokens.weight is [256, 64], the model needs")) fail_msg("message: %s", d.text);
+    evt_diag_free(&d);
+    char one[200];
+    snprintf(one, sizeof one, "%s/model-00001-of-00002.safetensors", dir);
+    o.model = "examples/qwen3-tiny.json";
+    o.weights = one;
+    evt_diag_init(&d, "decode");
+    assert_int_not_equal(evt_decode(&o, &r, &d), EVT_OK);
+    if (!strstr(d.text, "the checkpoint has no tensor model.layers.1.input_layernorm.weight")) fail_msg("message: %s", d.text);
+    evt_diag_free(&d);
+    assert_int_equal(evt_cuda_compile_count(), compiles);
     ckpt_free(&c);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -57,6 +57,10 @@ evt_status evt_qwen3_load_config(const char *path, evt_qwen3_config *c, evt_diag
    the name map). */
 evt_status evt_qwen3_load_weights(const char *path, const evt_qwen3_config *c, int fold_norms, const evt_graph *g,
                                   evt_buffers *b, evt_diag *d);
+/* The same checks without reading a tensor (headers only, a fraction of a
+   second): evt_decode runs them before it builds a kernel or generates the
+   other tensors, so a wrong path or checkpoint fails at once. */
+evt_status evt_qwen3_check_weights(const char *path, const evt_qwen3_config *c, evt_diag *d);
 
 /* evt_qwen3_opts.target_tasks when 0: one fewer than the 132 SMs of an H100/H200 */
 #define EVT_QWEN3_TARGET_TASKS 131

@@ -50,6 +50,9 @@ void evt_st_close(evt_st *st);
 int evt_st_count(const evt_st *st);
 /* Looks a tensor up; returns 0 if absent. */
 int evt_st_find(const evt_st *st, const char *name, evt_st_info *info);
+/* Whether tensor `name` is there with exactly `shape` (rank dims) and a dtype
+   the readers take: EVT_OK, or the error a read would give (reads nothing). */
+evt_status evt_st_check(const evt_st *st, const char *name, int rank, const int64_t *shape, evt_diag *d);
 /* Reads tensor `name`, which must have exactly `shape` (rank dims), into dst
    as bf16, converting from BF16, F16 or F32. col_scale (NULL: none) has
    shape[rank - 1] floats: element [..., k] is multiplied by col_scale[k] in

@@ -422,6 +422,15 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     char *text = NULL;
     evt_status st = evt_decode_program(o, &c, &text, d);
     if (st) return st;
+    /* a checkpoint's directory as the model: its weights too, unless given;
+       its headers checked now, before minutes of nvcc and of generating the
+       tensors the checkpoint does not give */
+    struct stat sb;
+    const char *weights = o->weights ? o->weights : !stat(o->model, &sb) && S_ISDIR(sb.st_mode) ? o->model : NULL;
+    if (weights && (st = evt_qwen3_check_weights(weights, &c, d))) {
+        free(text);
+        return st;
+    }
     r->check_rtol = o->check && o->backend != EVT_BACKEND_CPU ? evt_decode_check_rtol(c.num_hidden_layers) : 0;
     /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
        elsewhere the reservation would only shrink L1 */
@@ -477,9 +486,6 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         fprintf(stderr, "decode: weights generated in %.1f s; %d prompt%s of up to %lld tokens\n", now_s() - t0, o->nprompts,
                 o->nprompts > 1 ? "s" : "", (long long)longest);
     else if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, now_s() - t0);
-    /* a checkpoint's directory as the model: its weights too, unless given */
-    struct stat sb;
-    const char *weights = o->weights ? o->weights : !stat(o->model, &sb) && S_ISDIR(sb.st_mode) ? o->model : NULL;
     if (weights) {
         t0 = now_s();
         if ((st = evt_qwen3_load_weights(weights, &c, o->norms != EVT_NORMS_UNFOLDED, mg, b, d))) goto out;

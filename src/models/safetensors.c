@@ -224,11 +224,7 @@ static void shape_str(char *buf, size_t n, int rank, const int64_t *shape)
     if (k < n) snprintf(buf + k, n - k, "]");
 }
 
-/* Reads tensor `name` of `shape` as f32, chunk by chunk, handing each chunk
-   (its first element's index, its count) to `sink`. */
-typedef void (*st_sink)(void *ctx, uint64_t at, const float *v, size_t n);
-static evt_status read_as_f32(const evt_st *st, const char *name, int rank, const int64_t *shape, st_sink sink, void *ctx,
-                              evt_diag *d)
+evt_status evt_st_check(const evt_st *st, const char *name, int rank, const int64_t *shape, evt_diag *d)
 {
     const st_entry *e = lookup(st, name);
     if (!e) return evt_diag_error(d, EVT_ERR_IO, NOLOC, "the checkpoint has no tensor %s", name);
@@ -242,12 +238,24 @@ static evt_status read_as_f32(const evt_st *st, const char *name, int rank, cons
         return evt_diag_error(d, EVT_ERR_SHAPE, NOLOC, "%s: tensor %s is %s, the model needs %s (another config?)", file, name, got,
                               want);
     }
-    const int sz = dtype_size(e->dtype);
-    if (!sz)
+    if (!dtype_size(e->dtype))
         return evt_diag_error(d, EVT_ERR_IO, NOLOC, "%s: tensor %s is %s (BF16, F16 or F32 read here)", file, name, e->dtype);
+    return EVT_OK;
+}
+
+/* Reads tensor `name` of `shape` as f32, chunk by chunk, handing each chunk
+   (its first element's index, its count) to `sink`. */
+typedef void (*st_sink)(void *ctx, uint64_t at, const float *v, size_t n);
+static evt_status read_as_f32(const evt_st *st, const char *name, int rank, const int64_t *shape, st_sink sink, void *ctx,
+                              evt_diag *d)
+{
+    evt_status s = evt_st_check(st, name, rank, shape, d);
+    if (s) return s;
+    const st_entry *e = lookup(st, name);
+    const char *file = st->files[e->file];
+    const int sz = dtype_size(e->dtype);
     FILE *f = fopen(file, "rb");
     if (!f) return evt_diag_error(d, EVT_ERR_IO, NOLOC, "%s: %s", file, strerror(errno));
-    evt_status s = EVT_OK;
     unsigned char *raw = malloc(ST_CHUNK * (size_t)sz);
     float *v = malloc(ST_CHUNK * sizeof(float));
     if (!raw || !v) s = EVT_ERR_NOMEM;
