@@ -884,6 +884,7 @@ static void reduction_tasks(void **state)
             double positions = 0;
             for (int b = 0; b < B; b++) positions += 24 - b % 4 + 2;
             assert_true(r.cache_bytes == positions * 2 * 2 * 2 * 16 * 2);
+            assert_true(r.first_wall_ms > 0 && r.steps_wall_ms > 0);
             evt_diag_free(&d);
         }
 }

@@ -50,7 +50,7 @@ typedef struct cli {
     long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices, slices_from;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
-    int no_early_loads;
+    int no_early_loads, host_copies;
     char defines[512]; /* --define: evt_compile_opts.cuda_defines */
 } cli;
 
@@ -111,6 +111,8 @@ static int usage(const char *msg)
             "                [--stream]           (static workers copy their next GEMV weights into shared memory;\n"
             "                                      CUDA, measured slower: docs/runtime.md)\n"
             "                [--no-records]       (ablation: static tasks evaluate their maps on the device)\n"
+            "                [--host-copies]      (ablation, GPU: every step copies every tensor, the KV cache too, to the\n"
+            "                                      device and back; by default only tok, pos, logits and next move)\n"
             "                [--tma-ring BYTES]   (GPU: the GEMV tiles' TMA ring; default 96 KiB at batch 33-128, from 17 for a\n"
             "                                      hidden size of 2048 or more, none elsewhere; 0: none: docs/models.md)\n"
             "       evtc tokenize --tokenizer PATH [--prompt-text TEXT]... [--prompt ID,ID,...]...\n"
@@ -309,6 +311,7 @@ static int parse_args(int argc, char **argv, cli *c)
             c->copts.cuda_defines = c->defines; /* checked by evt_compile */
         }
         else if (!strcmp(a, "--no-early-loads")) c->no_early_loads = 1;
+        else if (!strcmp(a, "--host-copies")) c->host_copies = 1;
         else if (!strcmp(a, "--tma-ring")) {
             NEED();
             if (!parse_int(v, 0, 1 << 20, &n)) { fprintf(stderr, "evtc: --tma-ring %s: expected 0..1048576 bytes\n", v); return 2; }
@@ -617,6 +620,7 @@ static int cmd_decode(cli *c)
     o.build.merge_one_split = c->merge_one_split;
     o.build.merge_tasks = c->merge_tasks;
     o.build.attn_no_early = c->attn_no_early;
+    o.host_copies = c->host_copies;
     o.compile = c->copts;
     /* early loads are the decode default (bench/RESULTS.md session 18); the
        L2 hook (--prefetch) and the weight stream take the calls otherwise */

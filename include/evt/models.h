@@ -296,6 +296,10 @@ typedef struct evt_decode_opts {
     int32_t *generated;    /* with prompts, if set: batch x steps, request b's first `steps` generated
                               tokens at [b * steps, (b + 1) * steps) */
     int quiet;
+    int host_copies;       /* ablation (GPU): every step uploads every tensor and downloads every
+                              written one, the KV cache included; by default the steps' launches are
+                              resident (evt_run_opts.resident): tok and pos go up, logits and next
+                              come back */
     evt_qwen3_opts build;  /* (its fuse_norm and fold_norms are set from `norms`) */
     evt_decode_norms norms;
     evt_compile_opts compile;  /* e.g. stream_weights */
@@ -310,6 +314,11 @@ typedef struct evt_decode_result {
     double ms_per_token;   /* CPU: mean over steps after the first; GPU: back-to-back launches */
     int timed_launches;    /* GPU: launches timed with CUDA events (0 on the CPU) */
     double first_ms;
+    double first_wall_ms;  /* wall clock of the first step's launch with its copies (on the GPU it
+                              uploads the weights and the cache) */
+    double steps_wall_ms;  /* the same, mean over the steps after the first (the first's where there is
+                              one): what a generated token takes; ms_per_token is the kernel's alone on
+                              the GPU */
     int64_t steps_checked; /* steps compared with the reference (check) */
     int check_failed;
     double check_rtol;     /* the relative error the check accepted (0: bitwise, the CPU backend) */

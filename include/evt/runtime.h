@@ -88,6 +88,15 @@ typedef struct evt_run_opts {
     int pop_batch;             /* dynamic: ready-queue tickets per atomic (default 1) */
     int keep_weights;          /* GPU: upload weight tensors only on the first launch with these
                                   buffers (the caller promises not to change them afterwards) */
+    int resident;              /* GPU: every tensor stays on the device between launches with these
+                                  buffers: a launch uploads the inputs (and what the device does not
+                                  hold yet) and downloads the outputs only; scratch (e.g. a KV cache)
+                                  stays newer on the device than in the buffers, and no later launch
+                                  overwrites it with the older host copy: the next launch without
+                                  `resident` starts from the device's and downloads every tensor again.
+                                  The caller promises to change only inputs between such launches; a
+                                  launch with other buffers replaces what the device held. CPU: no
+                                  effect (the buffers are the tensors) */
     int computed_dispatch;     /* ablation: static tasks decode their entry and evaluate their wait and
                                   notify maps on the device instead of reading bind-time task records */
     int tma_ring;              /* GPU: bytes of shared memory per worker the tiles' TMA ring may take

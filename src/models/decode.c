@@ -496,10 +496,18 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     tokens = calloc((size_t)(launches * o->batch + 1), sizeof(int32_t));
     if (!tokens) { st = EVT_ERR_NOMEM; goto out; }
     double sum = 0, read = 0, last_report = now_s();
+    /* between steps only tok and pos change: on the GPU the cache and the
+       other scratch stay on the device, and only logits and next come back */
+    evt_run_opts step_run = o->run;
+    step_run.resident = !o->host_copies;
     for (int64_t s = 0; s < launches; s++) {
         evt_run_stats rs;
         if (s > 0 || launches == 1) read += positions_read(mg, b, o->batch);
-        if ((st = evt_module_run(m, sym, b, &o->run, &rs, d))) goto out;
+        const double w0 = now_s();
+        if ((st = evt_module_run(m, sym, b, &step_run, &rs, d))) goto out;
+        const double wall_ms = (now_s() - w0) * 1e3;
+        if (s == 0) r->first_wall_ms = wall_ms;
+        else r->steps_wall_ms += wall_ms / (double)(launches - 1);
         r->ntasks = rs.ntasks;
         r->stream_ring_bytes = rs.stream_ring_bytes;
         if (s == 0) r->first_ms = rs.launch_ms;
@@ -549,6 +557,15 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         }
     }
     r->ms_per_token = launches > 1 ? sum / (double)(launches - 1) : r->first_ms;
+    if (launches == 1) r->steps_wall_ms = r->first_wall_ms;
+    if (!o->quiet && launches == 1)
+        fprintf(stderr, "decode: 1 step, %.3f ms on the wall clock\n", r->first_wall_ms);
+    else if (!o->quiet)
+        fprintf(stderr, "decode: %lld steps on the wall clock: the first %.3f ms, the others %.3f ms each%s\n", (long long)launches,
+                r->first_wall_ms, r->steps_wall_ms,
+                o->backend != EVT_BACKEND_CUDA ? ""
+                : o->host_copies              ? " (every tensor copied to the device and back)"
+                                              : " (the first uploads the weights and the cache; then tok, pos, logits and next move)");
     r->cache_bytes = read / (double)(launches > 1 ? launches - 1 : 1) * evt_qwen3_cache_bytes_per_token(&c);
     if (o->backend == EVT_BACKEND_CUDA) {
         /* launches above include host<->device copies of every tensor; the

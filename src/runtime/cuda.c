@@ -239,7 +239,10 @@ typedef struct cuda_rt {
     evt_tensor_ref *last_tref;
     int ntref;
     dev_buf *tens;
-    uint64_t *tens_src;    /* uid of the buffers a weight was last uploaded from (keep_weights) */
+    uint64_t *tens_src;    /* uid of the buffers whose tensor the device copy holds (uploaded from them,
+                              or written by a launch with them) */
+    uint64_t *tens_dev;    /* uid of the buffers whose host copy is older than the device's (a resident
+                              launch left it there: evt_run_opts.resident) */
     int ntens;
     dev_buf trace, trace_worker;
     dev_buf tmaps;         /* EVT_TMA_BOXES maps per tensor (tmaps.c) */
@@ -342,6 +345,10 @@ static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *
         if (!src) return EVT_ERR_NOMEM;
         memset(src + rt->ntens, 0, (g->ntensors - rt->ntens) * sizeof *src);
         rt->tens_src = src;
+        uint64_t *dev = realloc(rt->tens_dev, g->ntensors * sizeof *dev);
+        if (!dev) return EVT_ERR_NOMEM;
+        memset(dev + rt->ntens, 0, (g->ntensors - rt->ntens) * sizeof *dev);
+        rt->tens_dev = dev;
         rt->ntens = g->ntensors;
     }
     if ((st = buf_ensure(&rt->tref, (g->ntensors + 1) * sizeof(evt_tensor_ref), &grown, d))) return st;
@@ -495,15 +502,20 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
         void *host = evt_buffers_data(bufs, i, &bytes);
         int grown = 0;
         if ((st = buf_ensure(&rt->tens[i], bytes, &grown, d))) { free(tr); return st; }
-        /* keep_weights: a weight already uploaded from these buffers stays */
-        int is_weight = g->tensors[i]->role == EVT_WEIGHT;
-        int resident = o->keep_weights && is_weight && !grown && rt->tens_src[i] == evt_buffers_uid(bufs);
-        if (grown) rt->tens_src[i] = 0;
+        if (grown) rt->tens_src[i] = rt->tens_dev[i] = 0; /* a new allocation holds nothing */
+        /* what the device already holds for these buffers stays: a weight
+           with keep_weights, every tensor but the inputs with resident, and
+           any tensor a resident launch left newer than its host copy */
+        const uint64_t uid = evt_buffers_uid(bufs);
+        const evt_role role = g->tensors[i]->role;
+        const int held = rt->tens_src[i] == uid;
+        int resident = held && ((o->keep_weights && role == EVT_WEIGHT) || (o->resident && role != EVT_INPUT) ||
+                                rt->tens_dev[i] == uid);
         if (upload_tensors && bytes && !resident) {
-            rt->tens_src[i] = 0;
+            rt->tens_src[i] = rt->tens_dev[i] = 0;
             CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tens[i].p, host, bytes);
             if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor %s", evt_cu_name(r), g->tensors[i]->name); }
-            if (is_weight) rt->tens_src[i] = evt_buffers_uid(bufs);
+            rt->tens_src[i] = uid;
         }
         tr[i].ptr = (void *)(uintptr_t)rt->tens[i].p;
         const int64_t *dims = evt_buffers_dims(bufs, i);
@@ -681,13 +693,21 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
     if (st) return st;
     const evt_graph *g = v->g;
     if ((st = check_error(rt, b, g, d))) return st;
+    const uint64_t uid = evt_buffers_uid(bufs);
     for (int i = 0; i < g->ntensors; i++) {
         size_t bytes = 0;
         void *host = evt_buffers_data(bufs, i, &bytes);
         /* inputs and weights are never written (verify rejects it): their
-           host copies are current, only the rest comes back */
-        if (g->tensors[i]->role == EVT_INPUT || g->tensors[i]->role == EVT_WEIGHT) continue;
+           host copies are current, only the rest comes back; with resident
+           only the outputs, the rest staying newer on the device */
+        const evt_role role = g->tensors[i]->role;
+        if (role == EVT_INPUT || role == EVT_WEIGHT) continue;
+        if (o->resident && role != EVT_OUTPUT) {
+            rt->tens_dev[i] = uid;
+            continue;
+        }
         if (bytes) CK(evt_cuda_g.cu.MemcpyDtoH(host, rt->tens[i].p, bytes));
+        rt->tens_dev[i] = 0;
     }
     if (o->trace_path) {
         int64_t nt = b->s.ntasks;
@@ -722,6 +742,7 @@ static void cuda_release(evt_module *m)
     }
     free(rt->tens);
     free(rt->tens_src);
+    free(rt->tens_dev);
     free(rt->last_tref);
     evt_tmaps_free(&rt->tmt);
     free(rt);

@@ -183,6 +183,10 @@ run_case mid-b4-calls tests/gpu/qwen3-mid.json 4 64 2 --norms calls
 run_case mid-b64-fusenorm tests/gpu/qwen3-mid.json 64 64 2 --fuse-norm
 run_case tiny-b2-unfolded examples/qwen3-tiny.json 2 32 3 --norms unfolded
 run_case tiny-b2-noearly examples/qwen3-tiny.json 2 32 3 --no-early-loads
+# the steps' launches are resident by default (the cache stays on the device,
+# every case above checks each step against the reference); the ablation
+# copies every tensor both ways each step
+run_case tiny-b2-host-copies examples/qwen3-tiny.json 2 32 3 --host-copies
 run_case mid-b4-noearly tests/gpu/qwen3-mid.json 4 64 2 --no-early-loads
 run_case mid-b6-norecords tests/gpu/qwen3-mid.json 6 64 2 --no-records
 export EVT_NVCCFLAGS=-DEVT_LLM_ATTN_RS=0 # the butterfly for 2 q heads per kv head
