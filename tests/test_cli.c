@@ -26,6 +26,7 @@ static void run_check_ok(void **state)
     assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --batch 2 --ctx 16 --steps 2 --tiles 7 --workers 8 "
                         "--check --emit-program /tmp/evtc-test-tiles.evt", out, sizeof out), 0);
     if (!strstr(out, "\ncheck: ok")) fail_msg("%s", out);
+    if (!strstr(out, "decode: 2 steps on the wall clock: the first ")) fail_msg("no wall-clock line in:\n%s", out);
     char *prog = h_read_file("/tmp/evtc-test-tiles.evt");
     if (!strstr(prog, ", 7) over (nb) in [7]")) fail_msg("no 7-tile linear call in:\n%.2000s", prog);
     free(prog);
