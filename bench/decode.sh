@@ -77,7 +77,7 @@ if [ -z "${PEER_JOBS:-}" ]; then # all at once on an H200 (qwen3-8b's peer holds
     [ "${GPU_MIB:-0}" -ge 120000 ] || PEER_JOBS=4
 fi
 run_hf_wave() { # cells of one wave: compile at once, then time one at a time
-    local turn=$LOG/turns pids="" c m b i=0
+    local turn=$LOG/turns pids="" c m b
     mkdir -p "$turn"
     local threads=$(( $(nproc) / $# )); [ "$threads" -ge 1 ] || threads=1
     for c in "$@"; do

@@ -80,6 +80,13 @@ static const char *line_after(const char *key)
 
 /* The tiny model's shapes with a 1536-token vocabulary, more config.json
    fields appended (`extra`: "" or ", \"key\": value"). */
+/* Runs cmd: it exits with `code` and says `want` (out keeps what it said). */
+static void exits_with(const char *cmd, int code, const char *want)
+{
+    assert_int_equal(h_sh(cmd, out, sizeof out), code);
+    if (!strstr(out, want)) fail_msg("no \"%s\" in:\n%s", want, out);
+}
+
 static void write_tok_model(const char *extra)
 {
     FILE *f = fopen("/tmp/evtc-test-tok-model.json", "w");
@@ -145,24 +152,18 @@ static void text_prompts(void **state)
     snprintf(want, sizeof want, "\ngenerated text[1]: \"\" (end of sequence: token 1, id %d)\n", first1);
     if (!strstr(out, want)) fail_msg("no \"%s\" in\n%s", want + 1, out);
     /* errors */
-    assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --prompt-text hi", out, sizeof out), 2);
-    if (!strstr(out, "--prompt-text needs a tokenizer")) fail_msg("%s", out);
+    exits_with("build/evtc decode --model examples/qwen3-tiny.json --prompt-text hi", 2, "--prompt-text needs a tokenizer");
     snprintf(cmd, sizeof cmd, "build/evtc decode --model examples/qwen3-tiny.json --tokenizer %s --ctx 4", tok);
-    assert_int_equal(h_sh(cmd, out, sizeof out), 2);
-    if (!strstr(out, "--tokenizer is for runs with --prompt-text or --prompt")) fail_msg("%s", out);
+    exits_with(cmd, 2, "--tokenizer is for runs with --prompt-text or --prompt");
     /* a prompt past the model's vocabulary (256 ids): refused before anything runs */
     snprintf(cmd, sizeof cmd, "build/evtc decode --model examples/qwen3-tiny.json --tokenizer %s --prompt-text '<|im_start|>'", tok);
-    assert_int_equal(h_sh(cmd, out, sizeof out), 2);
-    if (!strstr(out, "1501")) fail_msg("%s", out);
-    assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --tokenizer /nonexistent/tok.json --prompt 1", out,
-                        sizeof out), 2);
-    if (!strstr(out, "/nonexistent/tok.json: No such file or directory")) fail_msg("%s", out);
+    exits_with(cmd, 2, "1501");
+    exits_with("build/evtc decode --model examples/qwen3-tiny.json --tokenizer /nonexistent/tok.json --prompt 1", 2,
+               "/nonexistent/tok.json: No such file or directory");
     snprintf(cmd, sizeof cmd, "build/evtc tokenize --tokenizer %s --prompt-text ''", tok);
-    assert_int_equal(h_sh(cmd, out, sizeof out), 2);
-    if (!strstr(out, "no tokens in it")) fail_msg("%s", out);
+    exits_with(cmd, 2, "no tokens in it");
     snprintf(cmd, sizeof cmd, "build/evtc tokenize --tokenizer %s --prompt 5,1506", tok);
-    assert_int_equal(h_sh(cmd, out, sizeof out), 2);
-    if (!strstr(out, "token id 1506 is not in the tokenizer's vocabulary")) fail_msg("%s", out);
+    exits_with(cmd, 2, "token id 1506 is not in the tokenizer's vocabulary");
     unlink("/tmp/evtc-test-tok-model.json");
 }
 

@@ -463,6 +463,20 @@ static void decode_with(const char *ckdir, const ckpt *c, evt_decode_norms norms
     assert_int_equal(system(cmd), 0);
 }
 
+/* evt_decode(o) fails (with status `want`, or any error where want is
+   EVT_OK) and its message holds `msg`. */
+static void decode_refused(const evt_decode_opts *o, evt_status want, const char *msg)
+{
+    evt_decode_result r;
+    evt_diag d;
+    evt_diag_init(&d, "decode");
+    const evt_status st = evt_decode(o, &r, &d);
+    if (want) assert_int_equal(st, want);
+    else assert_int_not_equal(st, EVT_OK);
+    if (!strstr(d.text, msg)) fail_msg("message: %s", d.text);
+    evt_diag_free(&d);
+}
+
 static void qwen3_checkpoint(void **state)
 {
     (void)state;
@@ -476,28 +490,17 @@ static void qwen3_checkpoint(void **state)
     /* a checkpoint of another shape: the error names the tensor and both shapes */
     evt_decode_opts o = {.model = "tests/gpu/qwen3-uneven.json", .batch = 1, .ctx = 4, .steps = 1, .backend = EVT_BACKEND_CPU,
                          .quiet = 1, .weights = dir};
-    evt_decode_result r;
-    evt_diag d;
-    evt_diag_init(&d, "decode");
-    assert_int_not_equal(evt_decode(&o, &r, &d), EVT_OK);
-    if (!strstr(d.text, "model.embed_tokens.weight is [256, 64], the model needs")) fail_msg("message: %s", d.text);
-    evt_diag_free(&d);
+    decode_refused(&o, EVT_OK, "model.embed_tokens.weight is [256, 64], the model needs");
     /* checked before anything is built: on the CUDA backend (no nvcc needed,
        none run) the same error, and a shard missing its tensors named */
     const int64_t compiles = evt_cuda_compile_count();
     o.backend = EVT_BACKEND_CUDA;
-    evt_diag_init(&d, "decode");
-    assert_int_not_equal(evt_decode(&o, &r, &d), EVT_OK);
-    if (!strstr(d.text, "model.embed_tokens.weight is [256, 64], the model needs")) fail_msg("message: %s", d.text);
-    evt_diag_free(&d);
+    decode_refused(&o, EVT_OK, "model.embed_tokens.weight is [256, 64], the model needs");
     char one[200];
     snprintf(one, sizeof one, "%s/model-00001-of-00002.safetensors", dir);
     o.model = "examples/qwen3-tiny.json";
     o.weights = one;
-    evt_diag_init(&d, "decode");
-    assert_int_not_equal(evt_decode(&o, &r, &d), EVT_OK);
-    if (!strstr(d.text, "the checkpoint has no tensor model.layers.1.input_layernorm.weight")) fail_msg("message: %s", d.text);
-    evt_diag_free(&d);
+    decode_refused(&o, EVT_OK, "the checkpoint has no tensor model.layers.1.input_layernorm.weight");
     assert_int_equal(evt_cuda_compile_count(), compiles);
     ckpt_free(&c);
     char cmd[160];
@@ -578,18 +581,10 @@ static void prompt_generation(void **state)
     const int64_t badl[2] = {5, 2};
     evt_decode_opts o = {.model = cfg, .batch = 1, .steps = 1, .backend = EVT_BACKEND_CPU, .quiet = 1, .prompts = badp,
                          .prompt_lens = badl, .nprompts = 2};
-    evt_decode_result r;
-    evt_diag d;
-    evt_diag_init(&d, "decode");
-    assert_int_equal(evt_decode(&o, &r, &d), EVT_ERR_SHAPE);
-    if (!strstr(d.text, "prompt 1's token 1 is 256, outside the vocabulary [0, 256)")) fail_msg("message: %s", d.text);
-    evt_diag_free(&d);
+    decode_refused(&o, EVT_ERR_SHAPE, "prompt 1's token 1 is 256, outside the vocabulary [0, 256)");
     o.nprompts = 1;
     o.dump_dir = "/tmp/evt_test_never_written";
-    evt_diag_init(&d, "decode");
-    assert_int_equal(evt_decode(&o, &r, &d), EVT_ERR_SHAPE);
-    assert_non_null(strstr(d.text, "prompts and --dump together are not supported"));
-    evt_diag_free(&d);
+    decode_refused(&o, EVT_ERR_SHAPE, "prompts and --dump together are not supported");
     ckpt_free(&c);
     /* the CLI finds the checkpoint directory's tokenizer.json and generation_config.json: a text prompt
        ("Hi": ids 39, 72 in tests/data/tok-qwen.json) generates what its ids do, printed as text too, cut at

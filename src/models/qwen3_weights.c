@@ -140,8 +140,9 @@ static evt_status load(const char *path, const loader *ld, const evt_qwen3_confi
     return s;
 }
 
-evt_status evt_qwen3_load_weights(const char *path, const evt_qwen3_config *c, int fold_norms, const evt_graph *g,
-                                  evt_buffers *b, evt_diag *d)
+/* Opens the checkpoint and walks the map into b (or, b NULL, only checks). */
+static evt_status open_and_load(const char *path, const evt_qwen3_config *c, int fold_norms, const evt_graph *g, evt_buffers *b,
+                                evt_diag *d)
 {
     evt_st *st = NULL;
     evt_status s = evt_st_open(path, &st, d);
@@ -152,13 +153,13 @@ evt_status evt_qwen3_load_weights(const char *path, const evt_qwen3_config *c, i
     return s;
 }
 
+evt_status evt_qwen3_load_weights(const char *path, const evt_qwen3_config *c, int fold_norms, const evt_graph *g,
+                                  evt_buffers *b, evt_diag *d)
+{
+    return open_and_load(path, c, fold_norms, g, b, d);
+}
+
 evt_status evt_qwen3_check_weights(const char *path, const evt_qwen3_config *c, evt_diag *d)
 {
-    evt_st *st = NULL;
-    evt_status s = evt_st_open(path, &st, d);
-    if (s) return s;
-    const loader ld = {st, NULL, NULL};
-    s = load(path, &ld, c, 1, d);
-    evt_st_close(st);
-    return s;
+    return open_and_load(path, c, 1, NULL, NULL, d);
 }

@@ -5,7 +5,7 @@
  *
  * The driver is opened at run time (cuda_driver.c): the library links and
  * runs on machines without a GPU, where every launch returns
- * EVT_ERR_NO_DEVICE. Building needs only nvcc ($NVCC or nvcc on PATH);
+ * EVT_ERR_NO_DEVICE. Building (cuda_build.c) needs only nvcc;
  * loading a module on a machine without a driver is deferred (the cubin is
  * kept) so artifacts can be built and saved there.
  *
@@ -24,7 +24,6 @@
  * consumer lists...), uploaded once when the shape is first launched.
  */
 #include <stddef.h>
-#include <sys/wait.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,12 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime/module.h"
-#include "runtime/kcache.h"
+#include "runtime/cuda_build.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/tmaps.h"
 #include "runtime/cuda_smem.h"
 
-static int64_t g_compiles; /* nvcc invocations in this process */
 static int64_t g_captures; /* CUDA graphs captured (the graph baseline) */
 
 static double now_ms(void)
@@ -48,84 +46,7 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* ---- build / load ---------------------------------------------------- */
-
-static int block_threads(const evt_plan *p)
-{
-    int t = 32;
-    for (int i = 0; i < p->nops; i++)
-        if (p->ops[i]->threads > t) t = p->ops[i]->threads;
-    return (t + 31) / 32 * 32;
-}
-
-
-static void rm_tmp(const char *dir)
-{
-    const char *files[] = {"kernel.cu", "kernel.cubin", "nvcc.log"};
-    char p[320];
-    for (int i = 0; i < 3; i++) { snprintf(p, sizeof p, "%s/%s", dir, files[i]); unlink(p); }
-    rmdir(dir);
-}
-
-static evt_status cuda_build(evt_module *m, evt_variant *v, evt_diag *d)
-{
-    (void)m;
-    const char *base = getenv("TMPDIR");
-    char dir[256], src[300], bin[300], log[300], cmd[3072];
-    snprintf(dir, sizeof dir, "%s/evtc-cu-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot create a temporary directory");
-    snprintf(src, sizeof src, "%s/kernel.cu", dir);
-    snprintf(bin, sizeof bin, "%s/kernel.cubin", dir);
-    snprintf(log, sizeof log, "%s/nvcc.log", dir);
-    const char *nvcc = getenv("NVCC");
-    const char *extra = getenv("EVT_NVCCFLAGS");
-    char key[600], stamp[32];
-    evt_kcache_stamp(evt_src_dir(), stamp, sizeof stamp);
-    snprintf(key, sizeof key, "nvcc -cubin sm_90a -std=c++17 -O3 -lineinfo -DEVT_BLOCK_THREADS=%d %s abi %d headers %s",
-             block_threads(v->p), extra ? extra : "", EVT_ABI_VERSION, stamp);
-    if (evt_kcache_get("cubin", v->source, key, &v->code, &v->code_len)) { rm_tmp(dir); return EVT_OK; }
-    evt_status st = evt_write_file(src, v->source, strlen(v->source), d);
-    if (st) { rm_tmp(dir); return st; }
-    snprintf(cmd, sizeof cmd,
-             "'%s' -cubin -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -lineinfo -DEVT_BLOCK_THREADS=%d "
-             "-I'%s' %s '%s' -o '%s' > '%s' 2>&1",
-             nvcc && *nvcc ? nvcc : "nvcc", block_threads(v->p), evt_src_dir(), extra ? extra : "", src, bin, log);
-    __atomic_add_fetch(&g_compiles, 1, __ATOMIC_RELAXED);
-    int rc = system(cmd);
-    if (rc != 0) {
-        char msg[2000] = "";
-        FILE *f = fopen(log, "r");
-        if (f) { size_t n = fread(msg, 1, sizeof msg - 1, f); msg[n] = 0; fclose(f); }
-        if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127)
-            st = evt_diag_error(d, EVT_ERR_COMPILE, (evt_loc){0, 0}, "nvcc not found (set $NVCC or put nvcc on PATH): %s", msg);
-        else
-            st = evt_diag_error(d, EVT_ERR_COMPILE, (evt_loc){0, 0}, "nvcc failed on generated code (kept in %s):\n%s", src, msg);
-        return st; /* keep the directory for inspection */
-    }
-    const char *keep = getenv("EVT_NVCC_LOG"); /* e.g. with EVT_NVCCFLAGS="-Xptxas -v": registers and spills */
-    if (keep && *keep) {
-        FILE *in = fopen(log, "r"), *out = fopen(keep, "a");
-        if (!in || !out) st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot append nvcc's output to %s", keep);
-        char buf[4096];
-        size_t n;
-        while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
-        if (in) fclose(in);
-        if (out && fclose(out) && !st) st = evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "error writing %s", keep);
-        if (st) { rm_tmp(dir); return st; }
-    }
-    FILE *f = fopen(bin, "rb");
-    if (!f) { rm_tmp(dir); return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot read %s", bin); }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    v->code = malloc(n > 0 ? n : 1);
-    v->code_len = v->code ? fread(v->code, 1, n > 0 ? n : 0, f) : 0;
-    fclose(f);
-    rm_tmp(dir);
-    if (!v->code || (long)v->code_len != n) return evt_diag_error(d, EVT_ERR_IO, (evt_loc){0, 0}, "cannot read the cubin");
-    evt_kcache_put("cubin", v->source, key, v->code, v->code_len);
-    return EVT_OK;
-}
+/* ---- load ------------------------------------------------------------ */
 
 /* The module's exported unsigned `name` into *out (0 when it has none). */
 static CUresult module_u32(CUmodule mod, const char *name, unsigned *out)
@@ -484,7 +405,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     const evt_bound *b = &be->b;
     if ((st = ensure_rt(m, g, b, d))) return st;
     cuda_rt *rt = m->rt;
-    *threads = block_threads(v->p) + (int)v->extra_threads;
+    *threads = evt_cuda_block_threads(v->p) + (int)v->extra_threads;
     int per_sm = 0;
     CK(evt_cuda_g.cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (CUfunction)v->entry, *threads, v->dyn_smem + v->table_smem));
     /* the request is what must fit (a static launch may start fewer workers) */
@@ -750,14 +671,13 @@ static void cuda_release(evt_module *m)
 }
 
 const evt_backend_ops evt_cuda_backend = {
-    .build = cuda_build, .load = cuda_load, .launch = cuda_launch, .default_workers = cuda_default_workers,
+    .build = evt_cuda_build, .load = cuda_load, .launch = cuda_launch, .default_workers = cuda_default_workers,
     .unload = cuda_unload, .release = cuda_release, .drop_bound = cuda_drop_bound,
 };
 
 /* ---- public extras (include/evt/runtime.h) ---------------------------- */
 
 
-int64_t evt_cuda_compile_count(void) { return __atomic_load_n(&g_compiles, __ATOMIC_RELAXED); }
 int64_t evt_cuda_capture_count(void) { return __atomic_load_n(&g_captures, __ATOMIC_RELAXED); }
 
 
