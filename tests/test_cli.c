@@ -11,6 +11,13 @@
 
 static char out[1 << 16];
 
+/* Runs cmd: it exits with `code` and says `want` (out keeps what it said). */
+static void exits_with(const char *cmd, int code, const char *want)
+{
+    assert_int_equal(h_sh(cmd, out, sizeof out), code);
+    if (!strstr(out, want)) fail_msg("no \"%s\" in:\n%s", want, out);
+}
+
 static void run_check_ok(void **state)
 {
     (void)state;
@@ -48,9 +55,29 @@ static void run_check_ok(void **state)
     fclose(pf);
     assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --batch 3 --steps 3 --prompts /tmp/evtc-test-prompts.txt "
                         "--check", out, sizeof out), 0);
+    /* every prompt token but the last through one prefill launch (5 rows: 2 + 1 + 2), then the 3 steps */
     if (!strstr(out, "batch 3, 2 prompts, 3 steps") || !strstr(out, "\ngenerated[0]: ") || !strstr(out, "\ngenerated[1]: ") ||
-        !strstr(out, "\ncheck: ok (5 steps"))
+        !strstr(out, "decode: prefilled 5 prompt tokens in 1 launch of 5 rows: ") ||
+        !strstr(out, "\ncheck: ok (4 launches (prefill and steps) bitwise equal"))
         fail_msg("%s", out);
+    /* in launches of at most 2 rows: 3 launches of 2 (one spare row), the same tokens; fed a token a step, too */
+    char gen_prefill[256];
+    const char *gl = strstr(out, "\ngenerated[0]: ");
+    snprintf(gen_prefill, sizeof gen_prefill, "%.*s", (int)strcspn(gl + 1, "\n"), gl + 1);
+    assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --batch 3 --steps 3 --prompts /tmp/evtc-test-prompts.txt "
+                        "--check --prefill-chunk 2", out, sizeof out), 0);
+    if (!strstr(out, "decode: prefilled 5 prompt tokens in 3 launches of 2 rows: ") || !strstr(out, gen_prefill) ||
+        !strstr(out, "\ncheck: ok (6 launches (prefill and steps) bitwise equal"))
+        fail_msg("expected %s\n%s", gen_prefill, out);
+    assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --batch 3 --steps 3 --prompts /tmp/evtc-test-prompts.txt "
+                        "--check --prompt-steps", out, sizeof out), 0);
+    if (strstr(out, "prefilled") || !strstr(out, "\ncheck: ok (5 steps bitwise equal")) fail_msg("%s", out);
+    exits_with("build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 4 --steps 1 --prefill-chunk 4", 2,
+               "--prefill-chunk is for runs with prompts");
+    exits_with("build/evtc decode --model examples/qwen3-tiny.json --steps 1 --prompt 1,2 --prefill-chunk 129", 2,
+               "--prefill-chunk 129: expected 1..128");
+    exits_with("build/evtc decode --model examples/qwen3-tiny.json --steps 1 --prompt 1,2 --prefill-chunk 4 --prompt-steps", 2,
+               "--prefill-chunk and --prompt-steps together");
     assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --steps 2 --prompt 7,8 --check", out, sizeof out), 0);
     if (!strstr(out, "a 2-token prompt") || !strstr(out, "\ngenerated: ")) fail_msg("%s", out);
     assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --prompt 7 --ctx 8", out, sizeof out), 2);
@@ -80,13 +107,6 @@ static const char *line_after(const char *key)
 
 /* The tiny model's shapes with a 1536-token vocabulary, more config.json
    fields appended (`extra`: "" or ", \"key\": value"). */
-/* Runs cmd: it exits with `code` and says `want` (out keeps what it said). */
-static void exits_with(const char *cmd, int code, const char *want)
-{
-    assert_int_equal(h_sh(cmd, out, sizeof out), code);
-    if (!strstr(out, want)) fail_msg("no \"%s\" in:\n%s", want, out);
-}
-
 static void write_tok_model(const char *extra)
 {
     FILE *f = fopen("/tmp/evtc-test-tok-model.json", "w");

@@ -685,8 +685,29 @@ static void config_and_program(void **state)
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "call l1_qr = q_rope("));
     assert_non_null(strstr(text, "    wait e1_Q[b, h]\n    wait e1_KV[b, h / 2]\n"));
+    assert_non_null(strstr(text, "tensor l1_kc : bf16[B * 4, 16, 2, 16] scratch"));
     free(text);
     o.split_rope = 0;
+    /* the prefill program: the split-rope form whose rows' appends all
+       notify one KV element per kv head, every attention task waiting for
+       its head's (rows of one request see each other's keys and values),
+       and caches of cache_requests requests' pages whatever B */
+    o.prefill = 1;
+    o.cache_requests = 5;
+    text = evt_qwen3_program(&c, &o, &d);
+    assert_non_null(strstr(text, "call l1_qr = q_rope("));
+    assert_non_null(strstr(text, "event e1_KV[2]\n"));
+    assert_non_null(strstr(text, "    notify e1_KV[g]\n}\n"));
+    assert_non_null(strstr(text, "    wait e1_Q[b, h]\n    wait e1_KV[h / 2]\n"));
+    assert_null(strstr(text, "e1_KV[b"));
+    assert_non_null(strstr(text, "tensor l1_kc : bf16[5 * 4, 16, 2, 16] scratch"));
+    assert_non_null(strstr(text, "tensor l1_vc : bf16[5 * 4, 16, 2, 16] scratch"));
+    evt_graph *pg = evt_parse(text, strlen(text), &d);
+    if (!pg) fail_msg("the prefill program does not verify: %s", d.text);
+    evt_graph_free(pg);
+    free(text);
+    o.prefill = 0;
+    o.cache_requests = 0;
     /* the norms inside the GEMV tiles (fuse_norm) or as calls (default) */
     o.fuse_norm = 1;
     text = evt_qwen3_program(&c, &o, &d);

@@ -533,18 +533,34 @@ static void prompt_generation(void **state)
     const int32_t *const prompts[NP] = {p0, p1};
     const int64_t lens[NP] = {5, 2};
     int32_t gen[20 * S];
-    for (int k = 0; k < 2; k++) {
-        const int64_t B = 3 + 17 * k;
-        /* the second run names the checkpoint's directory as the model: its config.json and its weights */
-        evt_decode_opts o = {.model = k ? dir : cfg, .batch = B, .steps = S, .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1,
-                             .weights = k ? NULL : dir, .prompts = prompts, .prompt_lens = lens, .nprompts = NP, .generated = gen};
+    /* runs: batch 3 and 20, the prompts through the prefill program (in one
+       launch, or in launches of at most 4 / 8 rows, the last padded at batch
+       20: 50 rows in 7 launches of 8) or fed to the decode steps a token at
+       a time (prompt_steps, the ablation) */
+    static const struct { int64_t B, chunk; int steps; } run[] = {{3, 0, 0}, {20, 0, 0}, {3, 4, 0}, {20, 8, 0}, {3, 0, 1}, {20, 0, 1}};
+    for (int k = 0; k < (int)(sizeof run / sizeof run[0]); k++) {
+        const int64_t B = run[k].B;
+        /* the runs at batch 20 name the checkpoint's directory as the model: its config.json and its weights */
+        evt_decode_opts o = {.model = B > 3 ? dir : cfg, .batch = B, .steps = S, .backend = EVT_BACKEND_CPU, .check = 1, .quiet = 1,
+                             .weights = B > 3 ? NULL : dir, .prompts = prompts, .prompt_lens = lens, .nprompts = NP, .generated = gen,
+                             .prefill_chunk = run[k].chunk, .prompt_steps = run[k].steps};
         o.run.workers = 4;
-        o.run.sched = k ? EVT_SCHED_DYNAMIC : EVT_SCHED_STATIC;
+        o.run.sched = B > 3 ? EVT_SCHED_DYNAMIC : EVT_SCHED_STATIC;
+        memset(gen, 0xff, sizeof gen);
         evt_decode_result r;
         evt_diag d;
         evt_diag_init(&d, "decode");
-        if (evt_decode(&o, &r, &d)) fail_msg("decode --prompt: %s", d.text);
-        assert_int_equal(r.steps_checked, 5 - 1 + S); /* the longest prompt's steps, then S */
+        if (evt_decode(&o, &r, &d)) fail_msg("decode --prompt (run %d): %s", k, d.text);
+        /* the prompts' rows: 4 and 1 a request (prompt lengths 5 and 2, the last token of each decoded) */
+        const int64_t rows = (B + 1) / 2 * 4 + B / 2, most = run[k].chunk ? run[k].chunk : EVT_DECODE_PREFILL_CHUNK;
+        if (run[k].steps) { /* the longest prompt's steps, then S */
+            assert_int_equal(r.steps_checked, 5 - 1 + S);
+            assert_int_equal(r.prefill_launches, 0);
+        } else { /* the prefill's launches, then S */
+            assert_int_equal(r.prefill_tokens, rows);
+            assert_int_equal(r.prefill_launches, (rows + most - 1) / most);
+            assert_int_equal(r.steps_checked, r.prefill_launches + S);
+        }
         evt_diag_free(&d);
         for (int64_t b = 0; b < B; b++) {
             const int32_t *prompt = prompts[b % NP];
@@ -567,8 +583,8 @@ static void prompt_generation(void **state)
                 }
                 const int32_t got = gen[b * S + s + 1 - P];
                 if (got != best && logits[best] - logits[got] > 2e-2 * mx)
-                    fail_msg("batch %lld, request %lld, generated token %lld: %d, the plain model's %d (logits %g vs %g)", (long long)B,
-                             (long long)b, (long long)(s + 1 - P), got, best, logits[got], logits[best]);
+                    fail_msg("run %d, batch %lld, request %lld, generated token %lld: %d, the plain model's %d (logits %g vs %g)", k,
+                             (long long)B, (long long)b, (long long)(s + 1 - P), got, best, logits[got], logits[best]);
                 distinct += s + 1 == P || got != tok;
                 tok = got;
             }

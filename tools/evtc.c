@@ -50,7 +50,8 @@ typedef struct cli {
     long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices, slices_from;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
-    int no_early_loads, host_copies;
+    int no_early_loads, host_copies, prompt_steps;
+    long long prefill_chunk;
     char defines[512]; /* --define: evt_compile_opts.cuda_defines */
 } cli;
 
@@ -79,6 +80,9 @@ static int usage(const char *msg)
             "                                      instead of a random cache of --ctx tokens, then generates --steps tokens\n"
             "                                      greedily, printed per prompt; not with --ctx or --dump)\n"
             "                [--prompts FILE]     (more prompts, one a line: ids separated by commas or blanks)\n"
+            "                [--prefill-chunk N]  (prompt tokens a prefill launch takes, 1..128, default 128: every prompt\n"
+            "                                      token but the last goes into the cache that way before the steps)\n"
+            "                [--prompt-steps]     (ablation: no prefill; the prompts go in one token a decode step)\n"
             "                [--prompt-text TEXT]... (a prompt as text, encoded by the tokenizer; the generated tokens are\n"
             "                                      then printed as text too)\n"
             "                [--tokenizer PATH]   (a Hugging Face tokenizer.json, or a directory holding one; default: the\n"
@@ -312,6 +316,8 @@ static int parse_args(int argc, char **argv, cli *c)
         }
         else if (!strcmp(a, "--no-early-loads")) c->no_early_loads = 1;
         else if (!strcmp(a, "--host-copies")) c->host_copies = 1;
+        else if (!strcmp(a, "--prompt-steps")) c->prompt_steps = 1;
+        else if (!strcmp(a, "--prefill-chunk")) { NEED(); if (!parse_int(v, 1, 128, &c->prefill_chunk)) { fprintf(stderr, "evtc: --prefill-chunk %s: expected 1..128\n", v); return 2; } }
         else if (!strcmp(a, "--tma-ring")) {
             NEED();
             if (!parse_int(v, 0, 1 << 20, &n)) { fprintf(stderr, "evtc: --tma-ring %s: expected 0..1048576 bytes\n", v); return 2; }
@@ -582,6 +588,15 @@ static int cmd_decode(cli *c)
         fprintf(stderr, "evtc: decode: --tokenizer is for runs with --prompt-text or --prompt\n");
         return 2;
     }
+    if ((c->prefill_chunk || c->prompt_steps) && !c->nprompts) {
+        fprintf(stderr, "evtc: decode: %s is for runs with prompts (--prompt, --prompts, --prompt-text)\n",
+                c->prompt_steps ? "--prompt-steps" : "--prefill-chunk");
+        return 2;
+    }
+    if (c->prefill_chunk && c->prompt_steps) {
+        fprintf(stderr, "evtc: decode: --prefill-chunk and --prompt-steps together: the second leaves out the prefill\n");
+        return 2;
+    }
     /* the tokenizer: to encode --prompt-text, and to print what is generated as text */
     int any_text = 0;
     for (int i = 0; i < c->nprompts; i++) any_text |= c->prompt_text[i] != NULL;
@@ -621,6 +636,8 @@ static int cmd_decode(cli *c)
     o.build.merge_tasks = c->merge_tasks;
     o.build.attn_no_early = c->attn_no_early;
     o.host_copies = c->host_copies;
+    o.prompt_steps = c->prompt_steps;
+    o.prefill_chunk = c->prefill_chunk;
     o.compile = c->copts;
     /* early loads are the decode default (bench/RESULTS.md session 18); the
        L2 hook (--prefetch) and the weight stream take the calls otherwise */
@@ -690,10 +707,12 @@ static int cmd_decode(cli *c)
         if (c->check) {
             if (st == EVT_ERR_CHECK) { printf("check: FAILED\n"); report(&d); rc = 1; }
             else if (o.backend == EVT_BACKEND_CPU)
-                printf("check: ok (%lld steps bitwise equal to the sequential reference)\n", (long long)r.steps_checked);
+                printf("check: ok (%lld %s bitwise equal to the sequential reference)\n", (long long)r.steps_checked,
+                       r.prefill_launches ? "launches (prefill and steps)" : "steps");
             else
-                printf("check: ok (%lld steps within relative error %.3g of the sequential reference; near-ties: %lld, "
-                       "each continued with the device's token)\n", (long long)r.steps_checked, r.check_rtol,
+                printf("check: ok (%lld %s within relative error %.3g of the sequential reference; near-ties: %lld, "
+                       "each continued with the device's token)\n", (long long)r.steps_checked,
+                       r.prefill_launches ? "launches (prefill and steps)" : "steps", r.check_rtol,
                        (long long)r.near_ties);
         }
     }

@@ -110,6 +110,12 @@ typedef struct evt_qwen3_opts {
                               QKV tiles run in one wave, and one counter measured faster) */
     int split_rope;        /* ablation: q_rope and k_rope_append as their own calls before attn_split
                               (default: attn_rope_split does all three in one task) */
+    int prefill;           /* the prefill program (implies split_rope): every row's cache append
+                              notifies one event per kv head, and every attention task waits for all of
+                              them, so rows that are positions of the same request (the same block
+                              table row contents) see each other's keys and values (evt_decode's prompts) */
+    int64_t cache_requests; /* > 0: the KV caches hold this many requests' pages (max_ctx / page_size each)
+                              whatever B is; 0 (default): B requests' */
     int fuse_norm;         /* the input and post-attention RMSNorms inside the QKV and gate/up GEMV tiles
                               (rms_linear / rms_mlp_up) instead of rmsnorm calls of their own: two
                               handoffs fewer a layer; implies fold_norms (evt_decode's default at batch
@@ -156,6 +162,8 @@ double evt_qwen3_cache_bytes_per_token(const evt_qwen3_config *c);
 /* ---- the decode driver ------------------------------------------------ */
 
 #define EVT_DECODE_MAX_ALSO 8
+/* prompt tokens a prefill launch takes by default: the programs' bound of B */
+#define EVT_DECODE_PREFILL_CHUNK 128
 /* evt_decode's default TMA ring (evt_run_opts.tma_ring) at batches
    EVT_DECODE_TMA_MIN_BATCH..EVT_DECODE_TMA_MAX_BATCH: the GEMV tiles take the
    TMA path at batch 17-128 (src/tiles/llm_tma.cuh; above 64 with x in two
@@ -285,14 +293,19 @@ typedef struct evt_decode_opts {
     const char *weights;   /* a safetensors checkpoint (file or directory) instead of random weights
                               (evt_qwen3_load_weights); the KV cache stays random */
     /* Prompts instead of a random cache (`ctx` then unused; not with dump_dir):
-       request b starts from prompts[b % nprompts] (prompt_lens[b % nprompts]
-       token ids) at position 0 with an empty cache. Its prompt goes in one
-       token a step (teacher-forced), then it generates greedily: max(prompt
-       lengths) - 1 + steps launches, so every request generates at least
-       `steps` tokens (those with shorter prompts start earlier). */
+       request b takes prompts[b % nprompts] (prompt_lens[b % nprompts] token
+       ids) from position 0 with an empty cache. Every token of its prompt but
+       the last goes into the cache through the prefill program
+       (evt_qwen3_opts.prefill), all requests' together in launches of up to
+       prefill_chunk tokens; then `steps` decode launches, the first from each
+       prompt's last token, generate greedily. */
     const int32_t *const *prompts;
     const int64_t *prompt_lens;
     int nprompts;
+    int64_t prefill_chunk; /* prompt tokens a prefill launch takes, at most (0: EVT_DECODE_PREFILL_CHUNK) */
+    int prompt_steps;      /* ablation: no prefill program; the prompts go in one token a decode launch
+                              (teacher-forced): max(prompt lengths) - 1 + steps launches, every request
+                              generating at least `steps` tokens (the shorter prompts start earlier) */
     int32_t *generated;    /* with prompts, if set: batch x steps, request b's first `steps` generated
                               tokens at [b * steps, (b + 1) * steps) */
     int quiet;
@@ -330,6 +343,9 @@ typedef struct evt_decode_result {
                               read: each request's cached positions up to its own, averaged over
                               the timed launches (GPU: the one step timed) */
     unsigned stream_ring_bytes; /* GPU: the weight stream's ring per worker (0: the GEMVs read global memory) */
+    int64_t prefill_tokens;    /* prompt tokens the prefill program put into the cache (padding not counted) */
+    int64_t prefill_launches;  /* its launches */
+    double prefill_wall_ms;    /* their wall clock, copies included (the prefill module's build not) */
     double also_ms[EVT_DECODE_MAX_ALSO];      /* ms/token of each `also` schedule */
     double also_logit_err[EVT_DECODE_MAX_ALSO]; /* max |logit - main| / max |main logit| */
     int64_t also_next_diff[EVT_DECODE_MAX_ALSO]; /* next tokens that differ from the main schedule's */

@@ -1,7 +1,7 @@
 /* decode.c — the decode driver behind `evtc decode`: builds the model's
  * decode-step program, fills weights (deterministic random values, or a
  * checkpoint's: qwen3_weights.c) and a prefilled paged KV cache (random, or
- * empty with prompts fed one token a step), runs the steps (each one
+ * the prompts' through the prefill program: prefill.c), runs the steps (each one
  * persistent launch; next -> tok, pos + 1 between steps), optionally checks
  * every step against the sequential reference and dumps everything for the
  * PyTorch reference. */
@@ -16,32 +16,20 @@
 #include "evt/front.h"
 #include "evt/tiles.h"
 #include "runtime/half.h"
+#include "decode_impl.h"
 
-static double now_s(void)
+double evt_decode_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int tensor_id(const evt_graph *g, const char *name)
+int evt_decode_tensor_id(const evt_graph *g, const char *name)
 {
     const evt_tensor *t = evt_graph_find_tensor(g, name);
     return t ? t->id : -1;
 }
-
-/* Prompts (evt_decode_opts.prompts): request b's token ids and their count. */
-typedef struct prompt_set {
-    const int32_t *const *ids;
-    const int64_t *lens;
-    int n;
-} prompt_set;
-static const int32_t *prompt_of(const prompt_set *p, int64_t b, int64_t *len)
-{
-    *len = p->lens[b % p->n];
-    return p->ids[b % p->n];
-}
-
 /* The longest prompt's length (0 without prompts). */
 static int64_t longest_prompt(const evt_decode_opts *o)
 {
@@ -52,14 +40,16 @@ static int64_t longest_prompt(const evt_decode_opts *o)
 }
 
 /* Sets each request's position (context lengths differ a little; with
- * prompts, 0 and the prompt's first token). */
-static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx, const prompt_set *p)
+ * prompts, the prompt's last token at its position once the prefill put the
+ * others in the cache, else its first token at 0). */
+static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx, const prompt_set *p, int prefilled)
 {
-    int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL), *tok = evt_buffers_data(b, tensor_id(g, "tok"), NULL);
+    int32_t *pos = evt_buffers_data(b, evt_decode_tensor_id(g, "pos"), NULL), *tok = evt_buffers_data(b, evt_decode_tensor_id(g, "tok"), NULL);
     for (int64_t r = 0; r < B; r++) {
-        int64_t len;
-        pos[r] = p ? 0 : (int32_t)(ctx > 4 ? ctx - r % 4 : ctx);
-        if (p) tok[r] = prompt_of(p, r, &len)[0];
+        int64_t len = 0;
+        const int32_t *ids = p ? prompt_of(p, r, &len) : NULL;
+        pos[r] = !p ? (int32_t)(ctx > 4 ? ctx - r % 4 : ctx) : prefilled ? (int32_t)(len - 1) : 0;
+        if (p) tok[r] = ids[prefilled ? len - 1 : 0];
     }
 }
 
@@ -67,7 +57,7 @@ static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_
    attends over its cached tokens and the one it appends. */
 static double positions_read(const evt_graph *g, evt_buffers *b, int64_t B)
 {
-    const int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL);
+    const int32_t *pos = evt_buffers_data(b, evt_decode_tensor_id(g, "pos"), NULL);
     double n = 0;
     for (int64_t r = 0; r < B; r++) n += (double)pos[r] + 1;
     return n;
@@ -89,9 +79,9 @@ static void copy_weights(const evt_graph *g, evt_buffers *from, evt_buffers *to)
    position, or, while a request's prompt lasts, the prompt's next token. */
 static void advance(const evt_graph *g, evt_buffers *b, int64_t B, const prompt_set *p, int64_t s)
 {
-    int32_t *tok = evt_buffers_data(b, tensor_id(g, "tok"), NULL);
-    int32_t *pos = evt_buffers_data(b, tensor_id(g, "pos"), NULL);
-    const int32_t *next = evt_buffers_data(b, tensor_id(g, "next"), NULL);
+    int32_t *tok = evt_buffers_data(b, evt_decode_tensor_id(g, "tok"), NULL);
+    int32_t *pos = evt_buffers_data(b, evt_decode_tensor_id(g, "pos"), NULL);
+    const int32_t *next = evt_buffers_data(b, evt_decode_tensor_id(g, "next"), NULL);
     for (int64_t r = 0; r < B; r++) {
         int64_t len = 0;
         const int32_t *ids = p ? prompt_of(p, r, &len) : NULL;
@@ -115,7 +105,7 @@ static void advance(const evt_graph *g, evt_buffers *b, int64_t B, const prompt_
  * Returns the number of failures, a line each in report. */
 int evt_decode_check_step(const evt_graph *g, evt_buffers *dev, evt_buffers *ref, double rtol, int64_t *ties, evt_printer *pr)
 {
-    const int nid = tensor_id(g, "next"), lid = tensor_id(g, "logits");
+    const int nid = evt_decode_tensor_id(g, "next"), lid = evt_decode_tensor_id(g, "logits");
     int bad = 0;
     for (int i = 0; i < g->ntensors; i++)
         if (g->tensors[i]->role == EVT_OUTPUT && i != nid) bad += evt_buffers_compare_tensor(g, dev, ref, i, rtol, pr);
@@ -195,8 +185,8 @@ static evt_status dump_inputs(const char *dir, const evt_qwen3_config *c, const 
             (long long)c->hidden_size, (long long)c->num_hidden_layers, (long long)c->num_attention_heads,
             (long long)c->num_key_value_heads, (long long)c->head_dim, (long long)c->intermediate_size,
             (long long)c->vocab_size, c->rms_norm_eps, c->rope_theta, c->tie_word_embeddings ? "true" : "false");
-    const int64_t *btd = evt_buffers_dims(b, tensor_id(g, "bt"));
-    const int64_t *kcd = evt_buffers_dims(b, tensor_id(g, "l0_kc"));
+    const int64_t *btd = evt_buffers_dims(b, evt_decode_tensor_id(g, "bt"));
+    const int64_t *kcd = evt_buffers_dims(b, evt_decode_tensor_id(g, "l0_kc"));
     fprintf(m, "  \"batch\": %lld, \"ctx\": %lld, \"steps\": %lld, \"page_size\": %lld, \"max_pages\": %lld,\n  \"tensors\": [",
             (long long)o->batch, (long long)o->ctx, (long long)o->steps, (long long)kcd[1], (long long)btd[1]);
     int first = 1;
@@ -230,8 +220,8 @@ static evt_status time_also(const evt_decode_opts *o, evt_module *m, const int64
     evt_status st = o->backend == EVT_BACKEND_CUDA ? EVT_OK : evt_module_run(m, sym, b, &o->run, NULL, d);
     if (st) return st;
     size_t nl, nn;
-    const uint16_t *logits = evt_buffers_data(b, tensor_id(mg, "logits"), &nl);
-    const int32_t *next = evt_buffers_data(b, tensor_id(mg, "next"), &nn);
+    const uint16_t *logits = evt_buffers_data(b, evt_decode_tensor_id(mg, "logits"), &nl);
+    const int32_t *next = evt_buffers_data(b, evt_decode_tensor_id(mg, "next"), &nn);
     uint16_t *main_logits = malloc(nl + 2);
     int32_t *main_next = malloc(nn + 4);
     st = main_logits && main_next ? EVT_OK : EVT_ERR_NOMEM;
@@ -411,6 +401,24 @@ int evt_decode_tma_ring(int64_t hidden_size, int64_t batch, int requested)
     return batch >= lo && batch <= EVT_DECODE_TMA_MAX_BATCH ? EVT_DECODE_TMA_RING : 0;
 }
 
+void evt_decode_kernel_opts(const evt_decode_opts *o, const evt_qwen3_config *c, int64_t batch, evt_compile_opts *co,
+                            evt_run_opts *ro)
+{
+    *co = o->compile;
+    *ro = o->run;
+    /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
+       elsewhere the reservation would only shrink L1 */
+    ro->tma_ring = evt_decode_tma_ring(c->hidden_size, batch, o->run.tma_ring);
+    /* the batch-1-16 program's kernel without the TMA GEMV and the
+       attention's request runs, which it never runs; x's second box (both
+       warpgroups multiplying) only in the kernel of the runs above batch 64
+       that have a ring */
+    if (!co->cuda_defines)
+        co->cuda_defines = evt_decode_cuda_defines(batch, o->norms, o->build.attn_rows, ro->tma_ring,
+                                                   evt_decode_gate_up_every(c->intermediate_size, o->build.target_tasks),
+                                                   evt_decode_waits_in_tile(c->hidden_size));
+}
+
 evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *d)
 {
     /* the weights never change between steps: upload them once */
@@ -432,21 +440,11 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         return st;
     }
     r->check_rtol = o->check && o->backend != EVT_BACKEND_CPU ? evt_decode_check_rtol(c.num_hidden_layers) : 0;
-    /* the GEMV tiles' TMA ring where they gain from it (src/tiles/llm_tma.cuh);
-       elsewhere the reservation would only shrink L1 */
-    local.run.tma_ring = evt_decode_tma_ring(c.hidden_size, o->batch, o->run.tma_ring);
-    /* the batch-1-16 program's kernel without the TMA GEMV and the
-       attention's request runs, which it never runs; x's second box (both
-       warpgroups multiplying) only in the kernel of the runs above batch 64
-       that have a ring */
-    if (!local.compile.cuda_defines)
-        local.compile.cuda_defines = evt_decode_cuda_defines(o->batch, o->norms, o->build.attn_rows, local.run.tma_ring,
-                                                             evt_decode_gate_up_every(c.intermediate_size, o->build.target_tasks),
-                                                             evt_decode_waits_in_tile(c.hidden_size));
+    evt_decode_kernel_opts(o, &c, o->batch, &local.compile, &local.run);
     evt_graph *g = evt_parse(text, strlen(text), d);
     free(text);
     if (!g) return EVT_ERR_VERIFY;
-    double t0 = now_s();
+    double t0 = evt_decode_now_s();
     evt_module *m = NULL;
     int unfused = o->run.sched == EVT_SCHED_UNFUSED;
     if (o->nalso < 0 || o->nalso > EVT_DECODE_MAX_ALSO) {
@@ -459,43 +457,55 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
                         "serves later runs)\n", c.name, unfused ? "s" : "");
     st = evt_module_build(g, o->backend, &o->compile, unfused, &m, d);
     if (st) return st;
+    /* prompts: prefilled (prefill.c), or fed to the decode steps a token at a
+       time (prompt_steps); the prefill's kernel is built now too */
+    const prompt_set ps = {o->prompts, o->prompt_lens, o->nprompts}, *prompts = o->nprompts ? &ps : NULL;
+    const prompt_set *fed = o->prompt_steps ? prompts : NULL;
+    evt_prefill *pf = NULL;
+    if (prompts && !fed && (st = evt_prefill_build(o, prompts, &pf, d))) {
+        evt_module_free(m);
+        return st;
+    }
     if (o->backend == EVT_BACKEND_CUDA && !evt_cuda_available()) {
         /* before generating gigabytes of weights: the kernel is built (and in
            the compiled-kernel cache) but cannot run here */
         evt_module_free(m);
+        evt_prefill_free(pf);
         return evt_diag_error(d, EVT_ERR_NO_DEVICE, (evt_loc){0, 0},
                               "decode: no usable CUDA device (the kernel was built and cached; run on a machine with a GPU)");
     }
     const evt_graph *mg = evt_module_graph(m);
     if (!o->quiet)
-        fprintf(stderr, "decode: %s, %d calls, built for %s in %.1f s\n", c.name, mg->ncalls, evt_backend_name(o->backend), now_s() - t0);
+        fprintf(stderr, "decode: %s, %d calls, built for %s in %.1f s\n", c.name, mg->ncalls, evt_backend_name(o->backend), evt_decode_now_s() - t0);
     int64_t sym[1] = {o->batch};
     evt_buffers *b = NULL, *ref = NULL;
     FILE *manifest = NULL;
     int32_t *tokens = NULL;
-    t0 = now_s();
+    t0 = evt_decode_now_s();
     st = evt_buffers_new(mg, sym, o->build.seed, 0xff, &b, d);
     if (!st && o->check) st = evt_buffers_new(mg, sym, o->build.seed, 0xfe, &ref, d);
     if (st) goto out;
-    const prompt_set ps = {o->prompts, o->prompt_lens, o->nprompts}, *prompts = o->nprompts ? &ps : NULL;
     const int64_t longest = longest_prompt(o);
-    const int64_t launches = prompts ? longest - 1 + o->steps : o->steps; /* the prompts' steps, then the generated */
-    init_positions(mg, b, o->batch, o->ctx, prompts);
-    if (ref) init_positions(mg, ref, o->batch, o->ctx, prompts);
+    const int64_t launches = fed ? longest - 1 + o->steps : o->steps; /* the fed prompts' steps, then the generated */
+    init_positions(mg, b, o->batch, o->ctx, prompts, !fed);
+    if (ref) init_positions(mg, ref, o->batch, o->ctx, prompts, !fed);
     if (!o->quiet && prompts)
-        fprintf(stderr, "decode: weights generated in %.1f s; %d prompt%s of up to %lld tokens\n", now_s() - t0, o->nprompts,
+        fprintf(stderr, "decode: weights generated in %.1f s; %d prompt%s of up to %lld tokens\n", evt_decode_now_s() - t0, o->nprompts,
                 o->nprompts > 1 ? "s" : "", (long long)longest);
-    else if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, now_s() - t0);
+    else if (!o->quiet) fprintf(stderr, "decode: weights and a %lld-token cache generated in %.1f s\n", (long long)o->ctx, evt_decode_now_s() - t0);
     if (weights) {
-        t0 = now_s();
+        t0 = evt_decode_now_s();
         if ((st = evt_qwen3_load_weights(weights, &c, o->norms != EVT_NORMS_UNFOLDED, mg, b, d))) goto out;
         if (ref) copy_weights(mg, b, ref);
-        if (!o->quiet) fprintf(stderr, "decode: weights read from %s in %.1f s\n", weights, now_s() - t0);
+        if (!o->quiet) fprintf(stderr, "decode: weights read from %s in %.1f s\n", weights, evt_decode_now_s() - t0);
     }
+    if (pf && (st = evt_prefill_run(pf, o, mg, b, ref, r, d))) goto out;
+    evt_prefill_free(pf); /* its device memory too, before the steps */
+    pf = NULL;
     if (o->dump_dir && (st = dump_inputs(o->dump_dir, &c, o, mg, b, &manifest, d))) goto out;
     tokens = calloc((size_t)(launches * o->batch + 1), sizeof(int32_t));
     if (!tokens) { st = EVT_ERR_NOMEM; goto out; }
-    double sum = 0, read = 0, last_report = now_s();
+    double sum = 0, read = 0, last_report = evt_decode_now_s();
     /* between steps only tok and pos change: on the GPU the cache and the
        other scratch stay on the device, and only logits and next come back */
     evt_run_opts step_run = o->run;
@@ -503,16 +513,16 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     for (int64_t s = 0; s < launches; s++) {
         evt_run_stats rs;
         if (s > 0 || launches == 1) read += positions_read(mg, b, o->batch);
-        const double w0 = now_s();
+        const double w0 = evt_decode_now_s();
         if ((st = evt_module_run(m, sym, b, &step_run, &rs, d))) goto out;
-        const double wall_ms = (now_s() - w0) * 1e3;
+        const double wall_ms = (evt_decode_now_s() - w0) * 1e3;
         if (s == 0) r->first_wall_ms = wall_ms;
         else r->steps_wall_ms += wall_ms / (double)(launches - 1);
         r->ntasks = rs.ntasks;
         r->stream_ring_bytes = rs.stream_ring_bytes;
         if (s == 0) r->first_ms = rs.launch_ms;
         else sum += rs.launch_ms;
-        memcpy(tokens + s * o->batch, evt_buffers_data(b, tensor_id(mg, "next"), NULL), o->batch * sizeof(int32_t));
+        memcpy(tokens + s * o->batch, evt_buffers_data(b, evt_decode_tensor_id(mg, "next"), NULL), o->batch * sizeof(int32_t));
         if (o->check) {
             if ((st = evt_reference_run(m, sym, ref, d))) goto out;
             evt_printer pr = {0};
@@ -529,31 +539,31 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
             /* both sides go on with the device's tokens (the same on the
                CPU; on the GPU they differ only at near-ties, or where the
                step failed), so that one flip does not fail every later step */
-            memcpy(evt_buffers_data(ref, tensor_id(mg, "next"), NULL), evt_buffers_data(b, tensor_id(mg, "next"), NULL),
+            memcpy(evt_buffers_data(ref, evt_decode_tensor_id(mg, "next"), NULL), evt_buffers_data(b, evt_decode_tensor_id(mg, "next"), NULL),
                    (size_t)o->batch * sizeof(int32_t));
-            advance(mg, ref, o->batch, prompts, s);
+            advance(mg, ref, o->batch, fed, s);
         }
         if (s == 0 && manifest) {
             size_t n;
             fprintf(manifest, "  \"step0\": [");
-            void *p = evt_buffers_data(b, tensor_id(mg, "logits"), &n);
+            void *p = evt_buffers_data(b, evt_decode_tensor_id(mg, "logits"), &n);
             if ((st = write_tensor(o->dump_dir, "step0_logits.bin", p, n, d))) goto out;
-            json_tensor(manifest, mg, b, tensor_id(mg, "logits"), "step0_logits.bin", 1);
-            p = evt_buffers_data(b, tensor_id(mg, "next"), &n);
+            json_tensor(manifest, mg, b, evt_decode_tensor_id(mg, "logits"), "step0_logits.bin", 1);
+            p = evt_buffers_data(b, evt_decode_tensor_id(mg, "next"), &n);
             if ((st = write_tensor(o->dump_dir, "step0_next.bin", p, n, d))) goto out;
-            json_tensor(manifest, mg, b, tensor_id(mg, "next"), "step0_next.bin", 0);
+            json_tensor(manifest, mg, b, evt_decode_tensor_id(mg, "next"), "step0_next.bin", 0);
             fprintf(manifest, "\n  ],\n");
         }
         for (int64_t q = 0; prompts && o->generated && q < o->batch; q++) { /* request q's k-th generated token */
-            int64_t len;
-            prompt_of(prompts, q, &len);
+            int64_t len = 1;
+            if (fed) prompt_of(fed, q, &len);
             const int64_t k = s + 1 - len;
             if (k >= 0 && k < o->steps) o->generated[q * o->steps + k] = tokens[s * o->batch + q];
         }
-        advance(mg, b, o->batch, prompts, s);
-        if (!o->quiet && now_s() - last_report > 1.0) {
+        advance(mg, b, o->batch, fed, s);
+        if (!o->quiet && evt_decode_now_s() - last_report > 1.0) {
             fprintf(stderr, "decode: step %lld/%lld, last %.3f ms\n", (long long)s + 1, (long long)launches, rs.launch_ms);
-            last_report = now_s();
+            last_report = evt_decode_now_s();
         }
     }
     r->ms_per_token = launches > 1 ? sum / (double)(launches - 1) : r->first_ms;
@@ -586,6 +596,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     }
     if (!st && r->check_failed) st = EVT_ERR_CHECK;
 out:
+    evt_prefill_free(pf);
     if (manifest) fclose(manifest);
     free(tokens);
     evt_buffers_free(b);

@@ -54,6 +54,12 @@
  * (`split_rope`, an ablation: q_rope over (b, h) and k_rope_append over
  * (b, g) as their own calls, notifying Q_i[b, h] and KV_i[b, g], which
  * attn_split waits on, notifying P_i[b, h / G]: one more handoff per layer.)
+ * (`prefill`: the split-rope form with KV_i[g] notified by every row's
+ * append, so that each attention task waits for all rows' appends of its kv
+ * head: the rows are then positions of prompts, several of them the same
+ * request's (their block tables alike), each attending over the others'
+ * keys and values. With `cache_requests` the caches hold that many requests'
+ * pages whatever B is: the prefill's rows share their requests' pages.)
  * Linear calls have target_tasks tiles (131: one fewer than the 132 workers
  * of an H100/H200, so the static round robin leaves the worker that takes
  * the RMSNorm after a GEMV stage without a tile in that stage) with ragged
@@ -261,6 +267,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     if (op.page_size <= 0) op.page_size = def.page_size;
     if (op.attn_splits < 0) op.attn_splits = 0;
     if (op.target_tasks <= 0) op.target_tasks = def.target_tasks;
+    if (op.prefill) op.split_rope = 1; /* the prefill program is the split-rope form with one KV event per kv head */
+    if (op.cache_requests < 0) op.cache_requests = 0;
     int64_t H = c->hidden_size, L = c->num_hidden_layers, nh = c->num_attention_heads, nkv = c->num_key_value_heads;
     int64_t hd = c->head_dim, I = c->intermediate_size, V = c->vocab_size;
     if (H <= 0 || L <= 0 || nh <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 2 || hd > 1024 || I <= 0 || V <= 0) {
@@ -372,7 +380,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         else P("tensor l%lld_" what " : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)l, (long long)H, \
                (unsigned long long)sd);                                                                                        \
     } while (0)
-    char nm[64], shp[128];
+    char nm[64], shp[128], CRx[32] = "B * ";
+    if (op.cache_requests > 0) snprintf(CRx, sizeof CRx, "%lld * ", (long long)op.cache_requests);
     snprintf(shp, sizeof shp, "%lld, %lld", (long long)V, (long long)H);
     P("tensor embed : bf16[%s] weight = random(seed=%llu, lo=-1, hi=1)\n", shp, (unsigned long long)++sd);
     for (int64_t l = 0; l < L; l++) {
@@ -399,9 +408,9 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         snprintf(nm, sizeof nm, "l%lld_wd", (long long)l);
         snprintf(shp, sizeof shp, "%lld, %lld", (long long)H, (long long)I);
         WEIGHT(nm, shp, (double)I);
-        for (int kv = 0; kv < 2; kv++)
-            P("tensor l%lld_%s : bf16[B * %lld, %lld, %lld, %lld] scratch = random(seed=%llu, lo=-1, hi=1)\n", (long long)l,
-              kv ? "vc" : "kc", (long long)MP, (long long)op.page_size, (long long)nkv, (long long)hd, (unsigned long long)++sd);
+        for (int kv = 0; kv < 2; kv++) /* MP pages a request: B of them, or cache_requests whatever B */
+            P("tensor l%lld_%s : bf16[%s%lld, %lld, %lld, %lld] scratch = random(seed=%llu, lo=-1, hi=1)\n", (long long)l,
+              kv ? "vc" : "kc", CRx, (long long)MP, (long long)op.page_size, (long long)nkv, (long long)hd, (unsigned long long)++sd);
     }
     P("tensor final_norm : bf16[%lld] weight = random(seed=%llu, lo=0.8, hi=1.2)\n", (long long)H, (unsigned long long)++sd);
     const char *lm = "embed";
@@ -457,7 +466,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     for (int64_t l = 0; l < L; l++) {
         if (SN && (!PN || l == 0)) P("event e%lld_H[%s]\n", (long long)l, EV);
         P("event e%lld_QKV[%lld]\n", (long long)l, (long long)(op.qkv_per_head ? nh + 2 * nkv : 1));
-        if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
+        if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[%s%lld]\n", (long long)l, (long long)nh, (long long)l,
+                             op.prefill ? "" : "B, ", (long long)nkv);
         if (!last) P("event e%lld_P[B, %s]\n", (long long)l, MGx);
         P("event e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)l, EV, (long long)l);
         if (SN && !PN) P("event e%lld_H2[%s]\n", (long long)l, EV);
@@ -504,11 +514,11 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
             P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
               "    %s\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, wq_h, i);
             P("call l%lld_kr = k_rope_append(l%lld_qkv, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, %lld, %lld, %lld) over (b, g) in [B, %lld] {\n"
-              "    %s%s\n    notify e%lld_KV[b, g]\n}\n",
-              i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, wk_g, wv_g, i);
+              "    %s%s\n    notify e%lld_KV[%sg]\n}\n",
+              i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, wk_g, wv_g, i, op.prefill ? "" : "b, ");
             P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %s] policy dynamic {\n"
-              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h / %lld * %s / %lld]\n}\n",
-              i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G, MGx, (long long)nkv);
+              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[%sh / %lld]\n    notify e%lld_P[b, h / %lld * %s / %lld]\n}\n",
+              i, i, i, i, i, (long long)nh, Sx, i, i, op.prefill ? "" : "b, ", (long long)G, i, (long long)G, MGx, (long long)nkv);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
               "l%lld_pc, rope, %lld, %d) over (b, g, s) in [%s, %lld, %s] policy dynamic%s {\n    %s%s\n",

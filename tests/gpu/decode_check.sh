@@ -249,5 +249,49 @@ run_case uneven-b64-dn2-notma tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2 
 run_case mid-b40-dn2 tests/gpu/qwen3-mid.json 40 33 2 --dn-slices 2
 run_case uneven-b100-dn2 tests/gpu/qwen3-uneven.json 100 20 2 --dn-slices 2
 run_case uneven-b64-dn2-o2 tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2 --o-slices 2
+# Prompts (evtc decode --prompts; no --ctx): every prompt token but each
+# request's last goes into the cache through the prefill program (the
+# split-rope form, every attention task waiting for all rows' appends of its
+# kv head; docs/models.md), up to --prefill-chunk rows a launch, each launch
+# checked against that program's sequential reference; then the steps from
+# each prompt's last token, checked as above. LENS: the prompts' lengths
+# (ids below 256, every model's vocabulary; a prompt a line, request b takes
+# prompt b mod N). prompts-tiny-b3: one launch of 5 rows (the batch-1-16
+# kernel); prompts-mid-b4-chunk8: 50 rows in 7 launches of 8 (the last padded
+# with rows of the spare request); prompts-mid-b2-long: 2 x 99 rows in 2
+# launches of 99 (the batch-65-128 kernel, its TMA ring and norm calls);
+# -steps: the same prompts fed to the decode steps a token at a time
+# (--prompt-steps, the ablation); the two forms' tokens are printed, not
+# compared (other summation orders: a near-tie may differ).
+run_prompt_case() { # name model batch steps lens [extra evtc args]
+    local name=$1 model=$2 b=$3 steps=$4 lens=$5
+    shift 5
+    [ -n "${ONLY:-}" ] && ! echo "$name" | grep -Eq -- "$ONLY" && return 0
+    local pf=$LOG/$name.prompts k=0
+    : > "$pf"
+    for n in ${lens//,/ }; do
+        k=$((k + 1))
+        awk -v n="$n" -v s="$k" 'BEGIN { srand(s); for (i = 0; i < n; i++) printf "%d%s", int(rand() * 256), i + 1 < n ? "," : "\n" }' >> "$pf"
+    done
+    timeout 300 build/evtc decode --model "$model" --batch "$b" --steps "$steps" --prompts "$pf" --backend cuda --check "$@" \
+        > "$LOG/$name.log" 2>&1
+    local rc=$? prefilled=1
+    case " $* " in *" --prompt-steps "*) ;; *) grep -q "^decode: prefilled [0-9]* prompt token" "$LOG/$name.log" || prefilled=0 ;; esac
+    if [ $rc -eq 0 ] && grep -q "^check: ok" "$LOG/$name.log" && [ $prefilled -eq 1 ]; then
+        pass=$((pass + 1))
+        echo "PASS $name: $(grep -o '^decode: prefilled .* rows' "$LOG/$name.log"); $(grep -o '^check: ok ([0-9]* [a-z]*' "$LOG/$name.log");" \
+             "$(grep '^generated\[0\]' "$LOG/$name.log")"
+    else
+        fail=$((fail + 1)); echo "FAIL $name (rc=$rc, prefilled $prefilled): evtc decode --model $model --batch $b --steps $steps --prompts $pf $*"
+        tail -8 "$LOG/$name.log"
+    fi
+}
+run_prompt_case prompts-tiny-b3 examples/qwen3-tiny.json 3 4 3,2
+run_prompt_case prompts-tiny-b3-steps examples/qwen3-tiny.json 3 4 3,2 --prompt-steps
+run_prompt_case prompts-tiny-b3-dynamic examples/qwen3-tiny.json 3 4 3,2 --sched dynamic
+run_prompt_case prompts-mid-b4-chunk8 tests/gpu/qwen3-mid.json 4 3 20,7 --prefill-chunk 8
+run_prompt_case prompts-mid-b4-chunk8-host-copies tests/gpu/qwen3-mid.json 4 3 20,7 --prefill-chunk 8 --host-copies
+run_prompt_case prompts-mid-b2-long tests/gpu/qwen3-mid.json 2 3 100,100
+run_prompt_case prompts-mid-b2-long-steps tests/gpu/qwen3-mid.json 2 3 100,100 --prompt-steps
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

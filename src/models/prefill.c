@@ -1,0 +1,201 @@
+/* prefill.c — evt_decode's prompts into the KV cache in a few launches
+ * instead of one launch a token. The prefill program (evt_qwen3_opts.prefill:
+ * the decode step in its split-rope form, every attention task waiting for
+ * all rows' cache appends of its kv head) takes up to prefill_chunk prompt
+ * tokens a launch as its rows: row i is request r's token at position p,
+ * with r's block table, so it appends its keys and values to r's pages and
+ * attends over r's positions 0..p, written by this launch or an earlier one.
+ * The rows of a launch are padded to one size with rows of a spare request
+ * (its own pages, positions 0, 1, ...), whose outputs nobody reads, so that
+ * every launch binds the same shape. Afterwards the caches go into the
+ * decode program's buffers (the first pages: both programs lay out request
+ * r's pages at r x max pages), and decode.c starts each request at its
+ * prompt's last token. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "decode_impl.h"
+#include "evt/front.h"
+
+
+/* The decode program's weights into the prefill program's buffers, by name
+   (the two programs declare different tensors, so the same name can have
+   another id and, for random weights, other values). A prefill weight the
+   decode program lacks must be one the program fills itself (a norm's unit
+   weights, the RoPE table). */
+static evt_status copy_weights_by_name(const evt_graph *from_g, evt_buffers *from, const evt_graph *to_g, evt_buffers *to,
+                                       evt_diag *d)
+{
+    for (int i = 0; i < to_g->ntensors; i++) {
+        const evt_tensor *t = to_g->tensors[i];
+        if (t->role != EVT_WEIGHT) continue;
+        const int j = evt_decode_tensor_id(from_g, t->name);
+        if (j < 0) {
+            if (t->init.kind == EVT_INIT_CONST || t->init.kind == EVT_INIT_ROPE) continue;
+            return evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "prefill: the decode program has no weight %s", t->name);
+        }
+        size_t n = 0, m = 0;
+        const void *src = evt_buffers_data(from, j, &n);
+        void *dst = evt_buffers_data(to, i, &m);
+        if (n != m)
+            return evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "prefill: weight %s has %zu bytes, the decode program's %zu",
+                                  t->name, m, n);
+        memcpy(dst, src, n);
+    }
+    return EVT_OK;
+}
+
+/* The prefill's KV caches (tensors ending in _kc / _vc) into the decode
+   program's: the decode cache's bytes are the prefill cache's first ones
+   (the real requests' pages; the spare request's come after them). */
+static evt_status copy_caches(const evt_graph *pg, evt_buffers *pb, const evt_graph *dg, evt_buffers *db, evt_diag *d)
+{
+    for (int i = 0; i < dg->ntensors; i++) {
+        const char *name = dg->tensors[i]->name;
+        const size_t len = strlen(name);
+        if (len < 3 || (strcmp(name + len - 3, "_kc") && strcmp(name + len - 3, "_vc"))) continue;
+        const int j = evt_decode_tensor_id(pg, name);
+        size_t n = 0, m = 0;
+        void *dst = evt_buffers_data(db, i, &n);
+        const void *src = j >= 0 ? evt_buffers_data(pb, j, &m) : NULL;
+        if (!src || m < n)
+            return evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "prefill: no cache %s of at least %zu bytes", name, n);
+        memcpy(dst, src, n);
+    }
+    return EVT_OK;
+}
+
+/* Rows [k x C, (k + 1) x C) of the launch sequence into b's tok, pos and bt
+   (MP pages a request): real rows first, then the spare request R's. */
+static void fill_launch(const evt_graph *g, evt_buffers *b, const prefill_row *rows, int64_t nrows, int64_t k, int64_t C,
+                        int64_t R, int64_t MP)
+{
+    int32_t *tok = evt_buffers_data(b, evt_decode_tensor_id(g, "tok"), NULL);
+    int32_t *pos = evt_buffers_data(b, evt_decode_tensor_id(g, "pos"), NULL);
+    int32_t *bt = evt_buffers_data(b, evt_decode_tensor_id(g, "bt"), NULL);
+    for (int64_t i = 0; i < C; i++) {
+        const int64_t q = k * C + i;
+        const prefill_row pad = {R, q - nrows, 0}, *row = q < nrows ? &rows[q] : &pad;
+        tok[i] = row->tok;
+        pos[i] = (int32_t)row->p;
+        for (int64_t j = 0; j < MP; j++) bt[i * MP + j] = (int32_t)(row->r * MP + j);
+    }
+}
+
+evt_status evt_prefill_build(const evt_decode_opts *o, const prompt_set *ps, evt_prefill **out, evt_diag *d)
+{
+    *out = NULL;
+    const int64_t R = o->batch;
+    int64_t nrows = 0, len = 0;
+    for (int64_t q = 0; q < R; q++) {
+        prompt_of(ps, q, &len);
+        nrows += len - 1;
+    }
+    if (!nrows) return EVT_OK; /* one-token prompts: the decode steps take them */
+    const int64_t bound = o->build.max_batch > 0 ? o->build.max_batch : 128;
+    const int64_t most = o->prefill_chunk > 0 ? o->prefill_chunk : EVT_DECODE_PREFILL_CHUNK;
+    if (o->prefill_chunk < 0 || most > bound)
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --prefill-chunk %lld: between 1 and the program's bound %lld",
+                              (long long)o->prefill_chunk, (long long)bound);
+    evt_prefill *pf = calloc(1, sizeof *pf);
+    prefill_row *rows = malloc((size_t)nrows * sizeof *rows);
+    if (!pf || !rows) {
+        free(pf);
+        free(rows);
+        return EVT_ERR_NOMEM;
+    }
+    int64_t n = 0;
+    for (int64_t q = 0; q < R; q++) {
+        const int32_t *ids = prompt_of(ps, q, &len);
+        for (int64_t p = 0; p + 1 < len; p++) rows[n++] = (prefill_row){q, p, ids[p]};
+    }
+    pf->rows = rows;
+    pf->nrows = nrows;
+    pf->requests = R;
+    /* launches of C rows each, as even as the rows allow (fewer than one
+       spare row a launch) */
+    pf->launches = (nrows + most - 1) / most;
+    pf->C = (nrows + pf->launches - 1) / pf->launches;
+    /* the program: the decode's at batch C in its prefill form, its caches
+       R + 1 requests' pages (the spare request's last), compiled and run as
+       evt_decode would at batch C */
+    evt_decode_opts po = *o;
+    po.batch = pf->C;
+    po.build.prefill = 1;
+    po.build.cache_requests = R + 1;
+    po.nalso = 0;
+    evt_qwen3_config c;
+    char *text = NULL;
+    evt_status st = evt_decode_program(&po, &c, &text, d);
+    evt_graph *g = st ? NULL : evt_parse(text, strlen(text), d);
+    free(text);
+    if (!st && !g) st = EVT_ERR_VERIFY;
+    if (!st) {
+        evt_compile_opts compile;
+        evt_decode_kernel_opts(&po, &c, pf->C, &compile, &pf->run);
+        if (!o->quiet && o->backend == EVT_BACKEND_CUDA)
+            fprintf(stderr, "decode: building the prefill program's kernel (%lld rows a launch) for cuda\n", (long long)pf->C);
+        st = evt_module_build(g, o->backend, &compile, 0, &pf->m, d);
+    }
+    if (st) {
+        evt_prefill_free(pf);
+        return st;
+    }
+    *out = pf;
+    return EVT_OK;
+}
+
+void evt_prefill_free(evt_prefill *pf)
+{
+    if (!pf) return;
+    evt_module_free(pf->m);
+    free(pf->rows);
+    free(pf);
+}
+
+evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_graph *dg, evt_buffers *db, evt_buffers *dref,
+                           evt_decode_result *r, evt_diag *d)
+{
+    r->prefill_tokens = pf->nrows;
+    const evt_graph *pg = evt_module_graph(pf->m);
+    const int64_t sym[1] = {pf->C}, C = pf->C, R = pf->requests;
+    evt_buffers *pb = NULL, *pref = NULL;
+    evt_status st = evt_buffers_new(pg, sym, o->build.seed, 0xff, &pb, d);
+    if (!st && dref) st = evt_buffers_new(pg, sym, o->build.seed, 0xfe, &pref, d);
+    if (!st) st = copy_weights_by_name(dg, db, pg, pb, d);
+    if (!st && pref) st = copy_weights_by_name(dg, db, pg, pref, d);
+    const int64_t MP = st ? 0 : evt_buffers_dims(pb, evt_decode_tensor_id(pg, "bt"))[1];
+    const double t0 = evt_decode_now_s();
+    for (int64_t k = 0; !st && k < pf->launches; k++) {
+        fill_launch(pg, pb, pf->rows, pf->nrows, k, C, R, MP);
+        /* resident launches keep the caches on the device between them; the
+           last one brings every tensor back, the caches with it */
+        evt_run_opts ro = pf->run;
+        ro.resident = !o->host_copies && k + 1 < pf->launches;
+        if ((st = evt_module_run(pf->m, sym, pb, &ro, NULL, d))) break;
+        r->prefill_launches++;
+        if (!pref) continue;
+        fill_launch(pg, pref, pf->rows, pf->nrows, k, C, R, MP);
+        if ((st = evt_reference_run(pf->m, sym, pref, d))) break;
+        evt_printer pr = {0};
+        const int bad = o->backend == EVT_BACKEND_CPU ? evt_buffers_compare(pg, pb, pref, 0, &pr)
+                                                      : evt_decode_check_step(pg, pb, pref, r->check_rtol, &r->near_ties, &pr);
+        r->steps_checked++;
+        if (bad) {
+            r->check_failed = 1;
+            st = evt_diag_error(d, EVT_ERR_CHECK, (evt_loc){0, 0}, "prefill launch %lld differs from the reference: %s", (long long)k,
+                                pr.buf ? pr.buf : "");
+        }
+        evt_pr_free(&pr);
+    }
+    r->prefill_wall_ms = (evt_decode_now_s() - t0) * 1e3;
+    if (!st) st = copy_caches(pg, pb, dg, db, d);
+    if (!st && pref) st = copy_caches(pg, pref, dg, dref, d);
+    if (!st && !o->quiet)
+        fprintf(stderr, "decode: prefilled %lld prompt token%s in %lld launch%s of %lld row%s: %.3f ms on the wall clock\n",
+                (long long)pf->nrows, pf->nrows > 1 ? "s" : "", (long long)pf->launches, pf->launches > 1 ? "es" : "", (long long)C,
+                C > 1 ? "s" : "", r->prefill_wall_ms);
+    evt_buffers_free(pb);
+    evt_buffers_free(pref);
+    return st;
+}
