@@ -194,6 +194,63 @@ static void symbol_arguments_on_the_record_path(void **state)
     evt_module_free(m);
 }
 
+/* evt_buffers_new_sharing: a weight the other program holds under the same
+ * name, dtype and byte count is its host copy (not allocated, not
+ * initialised again), whatever its id; another dtype or size, or another
+ * role, is allocated and initialised as usual; the sharing buffers free
+ * only their own. evt_module_share_weights on the CPU changes nothing. */
+static void buffers_share_weights(void **state)
+{
+    (void)state;
+    const char *a = "sym n = 4 in [1, 64]\n"
+                    "tensor W : f32[8, 4] weight = random(seed=3, lo=-1, hi=1)\n"
+                    "tensor V : f32[8] weight = random(seed=4, lo=-1, hi=1)\n"
+                    "tensor X : f32[n, 8] input = random(seed=5, lo=-1, hi=1)\n"
+                    "tensor Y : f32[n] output\n"
+                    "call r = rowsum_final(X, Y, 8) over (i) in [n] {\n}\n";
+    const char *b = "sym n = 4 in [1, 64]\n"
+                    "tensor X : f32[n, 8] input = random(seed=5, lo=-1, hi=1)\n"
+                    "tensor V : f32[9] weight = random(seed=4, lo=-1, hi=1)\n"
+                    "tensor W : f32[8, 4] weight = random(seed=7, lo=-1, hi=1)\n"
+                    "tensor Y : f32[n] output\n"
+                    "call r = rowsum_final(X, Y, 8) over (i) in [n] {\n}\n";
+    evt_module *ma = h_build(a), *mb = h_build(b);
+    const evt_graph *ga = evt_module_graph(ma), *gb = evt_module_graph(mb);
+    int64_t sym[1] = {3};
+    evt_diag d;
+    evt_diag_init(&d, "share");
+    evt_buffers *ba = NULL, *bb = NULL, *own = NULL;
+    assert_int_equal(evt_buffers_new(ga, sym, 1, 0xff, &ba, &d), EVT_OK);
+    assert_int_equal(evt_buffers_new_sharing(gb, sym, 1, 0xff, ga, ba, &bb, &d), EVT_OK);
+    assert_int_equal(evt_buffers_new(gb, sym, 1, 0xff, &own, &d), EVT_OK);
+    const int wa = evt_graph_find_tensor(ga, "W")->id, wb = evt_graph_find_tensor(gb, "W")->id;
+    assert_int_not_equal(wa, wb);
+    size_t n = 0;
+    assert_ptr_equal(evt_buffers_data(bb, wb, &n), evt_buffers_data(ba, wa, NULL));
+    assert_int_equal(n, 8 * 4 * sizeof(float));
+    /* its own buffers would have had other values (seed 7): the shared ones are a's */
+    assert_memory_not_equal(evt_buffers_data(own, wb, NULL), evt_buffers_data(ba, wa, NULL), n);
+    /* V: 9 floats against 8, an input X: each its own */
+    const int va = evt_graph_find_tensor(ga, "V")->id, vb = evt_graph_find_tensor(gb, "V")->id;
+    const int xa = evt_graph_find_tensor(ga, "X")->id, xb = evt_graph_find_tensor(gb, "X")->id;
+    assert_ptr_not_equal(evt_buffers_data(bb, vb, NULL), evt_buffers_data(ba, va, NULL));
+    assert_ptr_not_equal(evt_buffers_data(bb, xb, NULL), evt_buffers_data(ba, xa, NULL));
+    /* a run with the shared weights, and the sharing's end, change nothing on the CPU */
+    evt_module_share_weights(mb, ma);
+    evt_run_opts o = {.workers = 2};
+    if (evt_module_run(mb, sym, bb, &o, NULL, &d)) fail_msg("%s", d.text);
+    evt_module_share_weights(mb, NULL);
+    float w[32];
+    memcpy(w, evt_buffers_data(ba, wa, NULL), sizeof w);
+    evt_buffers_free(bb); /* its own tensors only: a's W stays as it was */
+    assert_memory_equal(evt_buffers_data(ba, wa, NULL), w, sizeof w);
+    evt_buffers_free(own);
+    evt_buffers_free(ba);
+    evt_diag_free(&d);
+    evt_module_free(ma);
+    evt_module_free(mb);
+}
+
 /* The kernel cache compares its commands word by word: "-Xptxas -v " (a
    scripted precompile's trailing space) finds what "-Xptxas  -v" stored;
    other words, another source, or blanks inside quotes or escaped do not. */
@@ -254,6 +311,7 @@ int main(void)
         cmocka_unit_test(bind_cache_keeps_shapes),
         cmocka_unit_test(symbol_arguments_on_the_record_path),
         cmocka_unit_test(kcache_key_is_words),
+        cmocka_unit_test(buffers_share_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

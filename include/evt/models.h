@@ -346,6 +346,9 @@ typedef struct evt_decode_result {
     int64_t prefill_tokens;    /* prompt tokens the prefill program put into the cache (padding not counted) */
     int64_t prefill_launches;  /* its launches */
     double prefill_wall_ms;    /* their wall clock, copies included (the prefill module's build not) */
+    double prefill_first_wall_ms; /* the first one's (on the GPU it uploads the weights, which the steps then
+                                     read: evt_module_share_weights) */
+    double prefill_kernel_ms;  /* their kernels' alone (evt_run_stats.launch_ms, summed) */
     double also_ms[EVT_DECODE_MAX_ALSO];      /* ms/token of each `also` schedule */
     double also_logit_err[EVT_DECODE_MAX_ALSO]; /* max |logit - main| / max |main logit| */
     int64_t also_next_diff[EVT_DECODE_MAX_ALSO]; /* next tokens that differ from the main schedule's */

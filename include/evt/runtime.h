@@ -44,6 +44,16 @@ int evt_is_artifact(const char *path);
 void evt_module_free(evt_module *m);
 const evt_graph *evt_module_graph(const evt_module *m);
 evt_backend evt_module_backend(const evt_module *m);
+/* Lets dst's launches read src's device copies of the weights both programs
+ * name alike (same dtype, at least as many bytes) instead of uploading their
+ * own: two programs of one model (evtc decode's prefill and its steps) then
+ * hold one copy of the weights on the GPU. A weight src does not hold on the
+ * device (it has not launched yet, or names none such) is dst's own, as
+ * usual. src must outlive dst's launches and not be launched with buffers
+ * that move its weights meanwhile; NULL (or a module of another backend)
+ * ends the sharing. CPU: no effect (the host copies can be shared with
+ * evt_buffers_new_sharing). */
+void evt_module_share_weights(evt_module *dst, const evt_module *src);
 /* The generated source of a variant (0 fused, 1 unfused), or NULL. */
 const char *evt_module_source(const evt_module *m, int variant);
 
@@ -61,6 +71,13 @@ typedef struct evt_buffers evt_buffers;
  * without init are filled with `poison` bytes). */
 evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed, int poison,
                            evt_buffers **out, evt_diag *d);
+/* The same, except that every weight tensor `from` (buffers of program
+ * from_g) holds under the same name, dtype and byte count is not allocated
+ * or initialised but read from `from`'s host copy: two programs of one
+ * model share their weights' host memory. `from` must outlive these
+ * buffers, and its weights stay as they are meanwhile. */
+evt_status evt_buffers_new_sharing(const evt_graph *g, const int64_t *sym, uint64_t seed, int poison, const evt_graph *from_g,
+                                   evt_buffers *from, evt_buffers **out, evt_diag *d);
 void evt_buffers_free(evt_buffers *b);
 void *evt_buffers_data(evt_buffers *b, int tensor, size_t *bytes);
 const int64_t *evt_buffers_dims(const evt_buffers *b, int tensor);

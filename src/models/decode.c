@@ -500,8 +500,9 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         if (!o->quiet) fprintf(stderr, "decode: weights read from %s in %.1f s\n", weights, evt_decode_now_s() - t0);
     }
     if (pf && (st = evt_prefill_run(pf, o, mg, b, ref, r, d))) goto out;
-    evt_prefill_free(pf); /* its device memory too, before the steps */
-    pf = NULL;
+    /* the steps read the weights the prefill's launches put on the device
+       (one copy; the prefill module lives until the steps are done) */
+    if (pf) evt_module_share_weights(m, pf->m);
     if (o->dump_dir && (st = dump_inputs(o->dump_dir, &c, o, mg, b, &manifest, d))) goto out;
     tokens = calloc((size_t)(launches * o->batch + 1), sizeof(int32_t));
     if (!tokens) { st = EVT_ERR_NOMEM; goto out; }
@@ -575,6 +576,8 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
                 r->first_wall_ms, r->steps_wall_ms,
                 o->backend != EVT_BACKEND_CUDA ? ""
                 : o->host_copies              ? " (every tensor copied to the device and back)"
+                : r->prefill_launches         ? " (the first uploads the cache, the weights already there from the prefill; then tok, "
+                                                "pos, logits and next move)"
                                               : " (the first uploads the weights and the cache; then tok, pos, logits and next move)");
     r->cache_bytes = read / (double)(launches > 1 ? launches - 1 : 1) * evt_qwen3_cache_bytes_per_token(&c);
     if (o->backend == EVT_BACKEND_CUDA) {
@@ -596,11 +599,11 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     }
     if (!st && r->check_failed) st = EVT_ERR_CHECK;
 out:
-    evt_prefill_free(pf);
     if (manifest) fclose(manifest);
     free(tokens);
     evt_buffers_free(b);
     evt_buffers_free(ref);
     evt_module_free(m);
+    evt_prefill_free(pf); /* after the module that borrowed its device weights */
     return st;
 }

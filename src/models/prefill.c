@@ -18,29 +18,19 @@
 #include "evt/front.h"
 
 
-/* The decode program's weights into the prefill program's buffers, by name
-   (the two programs declare different tensors, so the same name can have
-   another id and, for random weights, other values). A prefill weight the
-   decode program lacks must be one the program fills itself (a norm's unit
-   weights, the RoPE table). */
-static evt_status copy_weights_by_name(const evt_graph *from_g, evt_buffers *from, const evt_graph *to_g, evt_buffers *to,
-                                       evt_diag *d)
+/* Every weight of the prefill program's buffers pb is the decode
+   program's (db's, shared by name: the two programs declare different
+   tensors, so a name can have another id and, for random weights, other
+   values), or one the program fills itself (a norm's unit weights, the
+   RoPE table). */
+static evt_status check_weights_shared(const evt_graph *dg, evt_buffers *db, const evt_graph *pg, evt_buffers *pb, evt_diag *d)
 {
-    for (int i = 0; i < to_g->ntensors; i++) {
-        const evt_tensor *t = to_g->tensors[i];
-        if (t->role != EVT_WEIGHT) continue;
-        const int j = evt_decode_tensor_id(from_g, t->name);
-        if (j < 0) {
-            if (t->init.kind == EVT_INIT_CONST || t->init.kind == EVT_INIT_ROPE) continue;
-            return evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "prefill: the decode program has no weight %s", t->name);
-        }
-        size_t n = 0, m = 0;
-        const void *src = evt_buffers_data(from, j, &n);
-        void *dst = evt_buffers_data(to, i, &m);
-        if (n != m)
-            return evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "prefill: weight %s has %zu bytes, the decode program's %zu",
-                                  t->name, m, n);
-        memcpy(dst, src, n);
+    for (int i = 0; i < pg->ntensors; i++) {
+        const evt_tensor *t = pg->tensors[i];
+        if (t->role != EVT_WEIGHT || t->init.kind == EVT_INIT_CONST || t->init.kind == EVT_INIT_ROPE) continue;
+        const int j = evt_decode_tensor_id(dg, t->name);
+        if (j < 0 || evt_buffers_data(db, j, NULL) != evt_buffers_data(pb, i, NULL))
+            return evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "prefill: weight %s is not the decode program's", t->name);
     }
     return EVT_OK;
 }
@@ -160,10 +150,11 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_
     const evt_graph *pg = evt_module_graph(pf->m);
     const int64_t sym[1] = {pf->C}, C = pf->C, R = pf->requests;
     evt_buffers *pb = NULL, *pref = NULL;
-    evt_status st = evt_buffers_new(pg, sym, o->build.seed, 0xff, &pb, d);
-    if (!st && dref) st = evt_buffers_new(pg, sym, o->build.seed, 0xfe, &pref, d);
-    if (!st) st = copy_weights_by_name(dg, db, pg, pb, d);
-    if (!st && pref) st = copy_weights_by_name(dg, db, pg, pref, d);
+    /* the weights' host copies are the decode program's (on the device
+       evt_decode lends this module's to the decode module) */
+    evt_status st = evt_buffers_new_sharing(pg, sym, o->build.seed, 0xff, dg, db, &pb, d);
+    if (!st && dref) st = evt_buffers_new_sharing(pg, sym, o->build.seed, 0xfe, dg, db, &pref, d);
+    if (!st) st = check_weights_shared(dg, db, pg, pb, d);
     const int64_t MP = st ? 0 : evt_buffers_dims(pb, evt_decode_tensor_id(pg, "bt"))[1];
     const double t0 = evt_decode_now_s();
     for (int64_t k = 0; !st && k < pf->launches; k++) {
@@ -172,8 +163,11 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_
            last one brings every tensor back, the caches with it */
         evt_run_opts ro = pf->run;
         ro.resident = !o->host_copies && k + 1 < pf->launches;
-        if ((st = evt_module_run(pf->m, sym, pb, &ro, NULL, d))) break;
+        evt_run_stats rs = {0};
+        if ((st = evt_module_run(pf->m, sym, pb, &ro, &rs, d))) break;
         r->prefill_launches++;
+        r->prefill_kernel_ms += rs.launch_ms;
+        if (k == 0) r->prefill_first_wall_ms = (evt_decode_now_s() - t0) * 1e3;
         if (!pref) continue;
         fill_launch(pg, pref, pf->rows, pf->nrows, k, C, R, MP);
         if ((st = evt_reference_run(pf->m, sym, pref, d))) break;
@@ -192,9 +186,10 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_
     if (!st) st = copy_caches(pg, pb, dg, db, d);
     if (!st && pref) st = copy_caches(pg, pref, dg, dref, d);
     if (!st && !o->quiet)
-        fprintf(stderr, "decode: prefilled %lld prompt token%s in %lld launch%s of %lld row%s: %.3f ms on the wall clock\n",
+        fprintf(stderr, "decode: prefilled %lld prompt token%s in %lld launch%s of %lld row%s: %.3f ms on the wall clock (the first "
+                        "launch %.3f ms with the weights' upload; the kernels %.3f ms in all)\n",
                 (long long)pf->nrows, pf->nrows > 1 ? "s" : "", (long long)pf->launches, pf->launches > 1 ? "es" : "", (long long)C,
-                C > 1 ? "s" : "", r->prefill_wall_ms);
+                C > 1 ? "s" : "", r->prefill_wall_ms, r->prefill_first_wall_ms, r->prefill_kernel_ms);
     evt_buffers_free(pb);
     evt_buffers_free(pref);
     return st;

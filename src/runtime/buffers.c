@@ -15,6 +15,7 @@ struct evt_buffers {
     uint64_t uid;          /* unique per buffers object in this process (weight residency) */
     int n;
     void **data;
+    unsigned char *shared; /* data[i] is another buffers' (evt_buffers_new_sharing): not freed here */
     size_t *bytes;
     int64_t (*dims)[EVT_MAX_RANK];
 };
@@ -151,8 +152,24 @@ static evt_status init_tensor(const evt_tensor *t, void *p, const int64_t *dims,
 
 int evt_tensor_rezeroed_after_abort(const evt_tensor *t) { return t->role == EVT_SCRATCH && t->init.kind == EVT_INIT_ZEROS; }
 
+/* The tensor of `from` (buffers of from_g) that weight t at `bytes` may
+   share, or NULL. */
+static void *shareable(const evt_tensor *t, size_t bytes, const evt_graph *from_g, evt_buffers *from)
+{
+    if (!from || t->role != EVT_WEIGHT) return NULL;
+    const evt_tensor *f = evt_graph_find_tensor(from_g, t->name);
+    if (!f || f->role != EVT_WEIGHT || f->dtype != t->dtype || f->id >= from->n || from->bytes[f->id] != bytes) return NULL;
+    return from->data[f->id];
+}
+
 evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed, int poison,
                            evt_buffers **out, evt_diag *d)
+{
+    return evt_buffers_new_sharing(g, sym, seed, poison, NULL, NULL, out, d);
+}
+
+evt_status evt_buffers_new_sharing(const evt_graph *g, const int64_t *sym, uint64_t seed, int poison, const evt_graph *from_g,
+                                   evt_buffers *from, evt_buffers **out, evt_diag *d)
 {
     static uint64_t next_uid;
     evt_buffers *b = calloc(1, sizeof *b);
@@ -162,7 +179,8 @@ evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed
     b->data = calloc(b->n + 1, sizeof(void *));
     b->bytes = calloc(b->n + 1, sizeof(size_t));
     b->dims = calloc(b->n + 1, sizeof *b->dims);
-    if (!b->data || !b->bytes || !b->dims) { evt_buffers_free(b); return EVT_ERR_NOMEM; }
+    b->shared = calloc(b->n + 1, 1);
+    if (!b->data || !b->bytes || !b->dims || !b->shared) { evt_buffers_free(b); return EVT_ERR_NOMEM; }
     evt_eval_env env = {.sym = sym};
     for (int i = 0; i < g->ntensors; i++) {
         const evt_tensor *t = g->tensors[i];
@@ -182,6 +200,10 @@ evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed
             return evt_diag_error(d, EVT_ERR_SHAPE, t->loc, "tensor %s is too large (%lld elements)", t->name, (long long)n);
         }
         b->bytes[i] = (size_t)n * evt_dtype_size(t->dtype);
+        if ((b->data[i] = shareable(t, b->bytes[i], from_g, from))) {
+            b->shared[i] = 1;
+            continue;
+        }
         b->data[i] = malloc(b->bytes[i] + 16);
         if (!b->data[i]) { evt_buffers_free(b); return evt_diag_error(d, EVT_ERR_NOMEM, t->loc, "out of memory for %s", t->name); }
         evt_status st = init_tensor(t, b->data[i], b->dims[i], n, b->bytes[i], seed, poison, d);
@@ -194,8 +216,9 @@ evt_status evt_buffers_new(const evt_graph *g, const int64_t *sym, uint64_t seed
 void evt_buffers_free(evt_buffers *b)
 {
     if (!b) return;
-    for (int i = 0; i < b->n && b->data; i++) free(b->data[i]);
-    free(b->data); free(b->bytes); free(b->dims);
+    for (int i = 0; i < b->n && b->data; i++)
+        if (!b->shared || !b->shared[i]) free(b->data[i]);
+    free(b->data); free(b->bytes); free(b->dims); free(b->shared);
     free(b);
 }
 

@@ -393,6 +393,17 @@ static evt_status bind_tmaps(cuda_rt *rt, evt_tensor_ref *tr, int n, int want, C
     return EVT_OK;
 }
 
+/* The device copy of weight t (bytes long) that module `from` holds and lends
+   (evt_module_share_weights), or 0: same name, dtype, at least as many bytes,
+   uploaded by one of its launches. */
+static CUdeviceptr lent_weight(const evt_module *from, const evt_tensor *t, size_t bytes)
+{
+    const cuda_rt *frt = from ? from->rt : NULL;
+    const evt_tensor *f = frt ? evt_graph_find_tensor(evt_module_graph(from), t->name) : NULL;
+    if (!f || f->role != EVT_WEIGHT || f->dtype != t->dtype || f->id >= frt->ntens) return 0;
+    return frt->tens_src[f->id] && frt->tens[f->id].cap >= bytes ? frt->tens[f->id].p : 0;
+}
+
 /* Everything up to (not including) the launch: runtime buffers, bound data,
  * tensors uploaded, ctx uploaded. Returns the device ctx pointer in *dctx. */
 static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt_buffers *bufs, const evt_run_opts *o,
@@ -421,8 +432,9 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     for (int i = 0; i < g->ntensors; i++) {
         size_t bytes = 0;
         void *host = evt_buffers_data(bufs, i, &bytes);
+        const CUdeviceptr lent = g->tensors[i]->role == EVT_WEIGHT ? lent_weight(m->weights_from, g->tensors[i], bytes) : 0;
         int grown = 0;
-        if ((st = buf_ensure(&rt->tens[i], bytes, &grown, d))) { free(tr); return st; }
+        if (!lent && (st = buf_ensure(&rt->tens[i], bytes, &grown, d))) { free(tr); return st; }
         if (grown) rt->tens_src[i] = rt->tens_dev[i] = 0; /* a new allocation holds nothing */
         /* what the device already holds for these buffers stays: a weight
            with keep_weights, every tensor but the inputs with resident, and
@@ -432,13 +444,13 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
         const int held = rt->tens_src[i] == uid;
         int resident = held && ((o->keep_weights && role == EVT_WEIGHT) || (o->resident && role != EVT_INPUT) ||
                                 rt->tens_dev[i] == uid);
-        if (upload_tensors && bytes && !resident) {
+        if (upload_tensors && bytes && !resident && !lent) {
             rt->tens_src[i] = rt->tens_dev[i] = 0;
             CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tens[i].p, host, bytes);
             if (r) { free(tr); return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "CUDA error %s uploading tensor %s", evt_cu_name(r), g->tensors[i]->name); }
             rt->tens_src[i] = uid;
         }
-        tr[i].ptr = (void *)(uintptr_t)rt->tens[i].p;
+        tr[i].ptr = (void *)(uintptr_t)(lent ? lent : rt->tens[i].p);
         const int64_t *dims = evt_buffers_dims(bufs, i);
         for (int k = 0; k < EVT_ABI_MAX_RANK; k++) tr[i].dim[k] = dims[k];
         tr[i].rank = (int16_t)g->tensors[i]->rank;

@@ -118,6 +118,11 @@ void evt_module_free(evt_module *m)
 }
 
 const evt_graph *evt_module_graph(const evt_module *m) { return m->var[0].g; }
+
+void evt_module_share_weights(evt_module *dst, const evt_module *src)
+{
+    dst->weights_from = src && src != dst && src->backend == dst->backend ? src : NULL;
+}
 evt_backend evt_module_backend(const evt_module *m) { return m->backend; }
 const char *evt_module_source(const evt_module *m, int variant)
 {

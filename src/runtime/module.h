@@ -60,6 +60,8 @@ struct evt_module {
     evt_bind_entry cache[EVT_BIND_CACHE];
     uint64_t tick;
     void *rt;             /* backend runtime state (buffers, ring, device) */
+    const struct evt_module *weights_from; /* evt_module_share_weights: the module whose device weights
+                                              this one's launches read where it holds them */
 };
 
 typedef struct evt_backend_ops {
