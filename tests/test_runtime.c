@@ -198,7 +198,8 @@ static void symbol_arguments_on_the_record_path(void **state)
  * name, dtype and byte count is its host copy (not allocated, not
  * initialised again), whatever its id; another dtype or size, or another
  * role, is allocated and initialised as usual; the sharing buffers free
- * only their own. evt_module_share_weights on the CPU changes nothing. */
+ * only their own. evt_module_share_weights and evt_module_release_tensors
+ * on the CPU change nothing. */
 static void buffers_share_weights(void **state)
 {
     (void)state;
@@ -239,6 +240,7 @@ static void buffers_share_weights(void **state)
     evt_module_share_weights(mb, ma);
     evt_run_opts o = {.workers = 2};
     if (evt_module_run(mb, sym, bb, &o, NULL, &d)) fail_msg("%s", d.text);
+    evt_module_release_tensors(ma, 1); /* the CPU's tensors are the buffers: nothing to free, a's W stays */
     evt_module_share_weights(mb, NULL);
     float w[32];
     memcpy(w, evt_buffers_data(ba, wa, NULL), sizeof w);

@@ -54,6 +54,11 @@ evt_backend evt_module_backend(const evt_module *m);
  * ends the sharing. CPU: no effect (the host copies can be shared with
  * evt_buffers_new_sharing). */
 void evt_module_share_weights(evt_module *dst, const evt_module *src);
+/* GPU: frees the device copies of m's tensors, all of them or, with
+ * keep_weights, all but the weights (which another module may be reading:
+ * evt_module_share_weights); a later launch of m allocates and uploads
+ * what it needs again. CPU: no effect. */
+void evt_module_release_tensors(evt_module *m, int keep_weights);
 /* The generated source of a variant (0 fused, 1 unfused), or NULL. */
 const char *evt_module_source(const evt_module *m, int variant);
 

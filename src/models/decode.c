@@ -501,8 +501,13 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     }
     if (pf && (st = evt_prefill_run(pf, o, mg, b, ref, r, d))) goto out;
     /* the steps read the weights the prefill's launches put on the device
-       (one copy; the prefill module lives until the steps are done) */
-    if (pf) evt_module_share_weights(m, pf->m);
+       (one copy; the prefill module lives until the steps are done), and
+       its other tensors, its copy of the caches among them, leave the
+       device */
+    if (pf) {
+        evt_module_release_tensors(pf->m, 1);
+        evt_module_share_weights(m, pf->m);
+    }
     if (o->dump_dir && (st = dump_inputs(o->dump_dir, &c, o, mg, b, &manifest, d))) goto out;
     tokens = calloc((size_t)(launches * o->batch + 1), sizeof(int32_t));
     if (!tokens) { st = EVT_ERR_NOMEM; goto out; }

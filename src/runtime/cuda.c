@@ -689,6 +689,22 @@ const evt_backend_ops evt_cuda_backend = {
 
 /* ---- public extras (include/evt/runtime.h) ---------------------------- */
 
+void evt_module_release_tensors(evt_module *m, int keep_weights)
+{
+    cuda_rt *rt = m->backend == EVT_BACKEND_CUDA ? m->rt : NULL;
+    if (!rt || !evt_cuda_g.ok) return;
+    evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
+    const evt_graph *g = evt_module_graph(m);
+    for (int i = 0; i < rt->ntens && i < g->ntensors; i++) {
+        if (keep_weights && g->tensors[i]->role == EVT_WEIGHT) continue;
+        buf_free(&rt->tens[i]);
+        rt->tens_src[i] = rt->tens_dev[i] = 0;
+    }
+    free(rt->last_tref); /* its pointers are gone: the next launch uploads the table again */
+    rt->last_tref = NULL;
+    rt->ntref = 0;
+}
+
 
 int64_t evt_cuda_capture_count(void) { return __atomic_load_n(&g_captures, __ATOMIC_RELAXED); }
 
