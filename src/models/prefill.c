@@ -17,7 +17,6 @@
 #include "decode_impl.h"
 #include "evt/front.h"
 
-
 /* Every weight of the prefill program's buffers pb is the decode
    program's (db's, shared by name: the two programs declare different
    tensors, so a name can have another id and, for random weights, other
