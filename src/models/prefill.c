@@ -124,7 +124,7 @@ evt_status evt_prefill_build(const evt_decode_opts *o, const prompt_set *ps, evt
         evt_decode_kernel_opts(&po, &c, pf->C, &compile, &pf->run);
         if (!o->quiet && o->backend == EVT_BACKEND_CUDA)
             fprintf(stderr, "decode: building the prefill program's kernel (%lld rows a launch) for cuda\n", (long long)pf->C);
-        st = evt_module_build(g, o->backend, &compile, 0, &pf->m, d);
+        st = evt_module_build(g, o->backend, &compile, o->run.sched == EVT_SCHED_UNFUSED, &pf->m, d);
     }
     if (st) {
         evt_prefill_free(pf);
