@@ -30,6 +30,7 @@ int evt_decode_tensor_id(const evt_graph *g, const char *name)
     const evt_tensor *t = evt_graph_find_tensor(g, name);
     return t ? t->id : -1;
 }
+
 /* The longest prompt's length (0 without prompts). */
 static int64_t longest_prompt(const evt_decode_opts *o)
 {
@@ -44,7 +45,8 @@ static int64_t longest_prompt(const evt_decode_opts *o)
  * others in the cache, else its first token at 0). */
 static void init_positions(const evt_graph *g, evt_buffers *b, int64_t B, int64_t ctx, const prompt_set *p, int prefilled)
 {
-    int32_t *pos = evt_buffers_data(b, evt_decode_tensor_id(g, "pos"), NULL), *tok = evt_buffers_data(b, evt_decode_tensor_id(g, "tok"), NULL);
+    int32_t *pos = evt_buffers_data(b, evt_decode_tensor_id(g, "pos"), NULL);
+    int32_t *tok = evt_buffers_data(b, evt_decode_tensor_id(g, "tok"), NULL);
     for (int64_t r = 0; r < B; r++) {
         int64_t len = 0;
         const int32_t *ids = p ? prompt_of(p, r, &len) : NULL;
