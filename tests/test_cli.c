@@ -72,6 +72,23 @@ static void run_check_ok(void **state)
     assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --batch 3 --steps 3 --prompts /tmp/evtc-test-prompts.txt "
                         "--check --prompt-steps", out, sizeof out), 0);
     if (strstr(out, "prefilled") || !strstr(out, "\ncheck: ok (5 steps bitwise equal")) fail_msg("%s", out);
+    /* --emit-program with prompts: the prefill program beside the steps' (p.evt -> p.prefill.evt), an ordinary
+       program (evtc check), whose appends notify one event per kv head; none where no prompt needs a prefill */
+    unlink("/tmp/evtc-test-pf.prefill.evt");
+    assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --batch 3 --steps 3 --prompts /tmp/evtc-test-prompts.txt "
+                        "--emit-program /tmp/evtc-test-pf.evt --emit-only", out, sizeof out), 0);
+    assert_int_equal(h_sh("build/evtc check /tmp/evtc-test-pf.prefill.evt", out, sizeof out), 0);
+    prog = h_read_file("/tmp/evtc-test-pf.prefill.evt");
+    if (!strstr(prog, "    notify e0_KV[g]\n") || !strstr(prog, "sym B = 1 in [1, 128]")) fail_msg("not a prefill program:\n%.2000s", prog);
+    free(prog);
+    prog = h_read_file("/tmp/evtc-test-pf.evt");
+    if (strstr(prog, "e0_KV[")) fail_msg("the steps' program has the prefill's events:\n%.2000s", prog);
+    free(prog);
+    unlink("/tmp/evtc-test-pf.prefill.evt");
+    assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --steps 1 --prompt 7 --emit-program /tmp/evtc-test-pf.evt "
+                        "--emit-only", out, sizeof out), 0);
+    assert_int_not_equal(access("/tmp/evtc-test-pf.prefill.evt", F_OK), 0);
+    unlink("/tmp/evtc-test-pf.evt");
     exits_with("build/evtc decode --model examples/qwen3-tiny.json --batch 1 --ctx 4 --steps 1 --prefill-chunk 4", 2,
                "--prefill-chunk is for runs with prompts");
     exits_with("build/evtc decode --model examples/qwen3-tiny.json --steps 1 --prompt 1,2 --prefill-chunk 129", 2,

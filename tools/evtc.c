@@ -74,6 +74,8 @@ static int usage(const char *msg)
             "       evtc decode --model qwen3-0.6b|qwen3-1.7b|qwen3-8b|CONFIG.json|CHECKPOINT_DIR --batch B --ctx N --steps S\n"
             "                [--backend cpu|cuda|auto] [--sched static|dynamic|unfused|kbk|graph|hybrid] [--check] [--dump DIR]\n"
             "                [--emit-program FILE [--emit-only]] [--splits N] [--page N] [--tiles N] [--workers N] [--seed S]\n"
+            "                                     (--emit-program: with prompts the prefill program too, in FILE.prefill.evt\n"
+            "                                      for FILE.evt)\n"
             "                [--weights PATH]     (a Hugging Face safetensors checkpoint, file or directory of shards, for\n"
             "                                      the model's weights instead of random ones; also read from a CHECKPOINT_DIR)\n"
             "                [--prompt ID,ID,...]... (request b starts from the (b mod N)-th of N prompts at position 0\n"
@@ -647,16 +649,25 @@ static int cmd_decode(cli *c)
     o.nalso = c->nalso;
     o.build.page_size = c->page;
     o.build.seed = c->seed + 1;
-    if (c->emit_program) { /* the very program evt_decode runs */
-        evt_qwen3_config cfg;
-        char *text = NULL;
-        evt_status pst = evt_decode_program(&o, &cfg, &text, &d);
-        if (pst == EVT_ERR_IO || pst == EVT_ERR_SHAPE) { report(&d); evt_diag_free(&d); free(generated); evt_tokenizer_free(tk); return 2; }
-        FILE *f = text ? fopen(c->emit_program, "w") : NULL;
-        int ok = f && fputs(text, f) >= 0;
-        if (f) fclose(f);
-        free(text);
-        if (!ok) { fprintf(stderr, "evtc: cannot write %s\n", c->emit_program); report(&d); evt_diag_free(&d); free(generated); evt_tokenizer_free(tk); return 1; }
+    if (c->emit_program) { /* the very programs evt_decode runs: the steps', and with prompts the prefill's beside it */
+        /* the prefill's file: ".prefill" before FILE's extension (p.evt -> p.prefill.evt) */
+        char prefill_path[4096];
+        const char *dot = strrchr(c->emit_program, '.'), *slash = strrchr(c->emit_program, '/');
+        if (!dot || (slash && dot < slash)) dot = c->emit_program + strlen(c->emit_program);
+        snprintf(prefill_path, sizeof prefill_path, "%.*s.prefill%s", (int)(dot - c->emit_program), c->emit_program, dot);
+        for (int k = 0; k < 2; k++) {
+            evt_qwen3_config cfg;
+            char *text = NULL;
+            evt_status pst = k ? evt_decode_prefill_program(&o, &cfg, &text, &d) : evt_decode_program(&o, &cfg, &text, &d);
+            if (pst == EVT_ERR_IO || pst == EVT_ERR_SHAPE) { report(&d); evt_diag_free(&d); free(generated); evt_tokenizer_free(tk); return 2; }
+            if (k && !pst && !text) break; /* no prefill program for this run */
+            const char *path = k ? prefill_path : c->emit_program;
+            FILE *f = text ? fopen(path, "w") : NULL;
+            int ok = f && fputs(text, f) >= 0;
+            if (f) fclose(f);
+            free(text);
+            if (!ok) { fprintf(stderr, "evtc: cannot write %s\n", path); report(&d); evt_diag_free(&d); free(generated); evt_tokenizer_free(tk); return 1; }
+        }
         if (c->emit_only) { evt_diag_free(&d); free(generated); evt_tokenizer_free(tk); return 0; }
     }
     evt_decode_result r;

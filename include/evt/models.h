@@ -362,6 +362,11 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
  * bounds from --batch / --ctx / --steps, the weight stream's prefetch
  * calls). EVT_ERR_IO: a bad config; EVT_ERR_SHAPE: bad sizes. */
 evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d);
+/* The prefill program evt_decode builds for o's prompts (src/models/prefill.c:
+ * the decode program at the launches' row count in its prefill form), or
+ * *text NULL where it builds none (no prompts, prompt_steps, or no prompt of
+ * more than one token). */
+evt_status evt_decode_prefill_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d);
 
 /* The relative error (max |x - ref| / max |ref| per tensor) that `--check`
  * accepts on the GPU for a model of `layers` layers: 2e-2 up to 4 layers,

@@ -71,21 +71,62 @@ static void fill_launch(const evt_graph *g, evt_buffers *b, const prefill_row *r
     }
 }
 
-evt_status evt_prefill_build(const evt_decode_opts *o, const prompt_set *ps, evt_prefill **out, evt_diag *d)
+/* The prefill's rows (every prompt token but each request's last: *nrows,
+   0 with one-token prompts) and its launches of C rows each, as even as the
+   rows allow (fewer than one spare row a launch). */
+static evt_status prefill_plan(const evt_decode_opts *o, const prompt_set *ps, int64_t *nrows, int64_t *launches, int64_t *C,
+                               evt_diag *d)
 {
-    *out = NULL;
-    const int64_t R = o->batch;
-    int64_t nrows = 0, len = 0;
-    for (int64_t q = 0; q < R; q++) {
+    int64_t len = 0;
+    *nrows = *launches = *C = 0;
+    for (int64_t q = 0; q < o->batch; q++) {
         prompt_of(ps, q, &len);
-        nrows += len - 1;
+        *nrows += len - 1;
     }
-    if (!nrows) return EVT_OK; /* one-token prompts: the decode steps take them */
     const int64_t bound = o->build.max_batch > 0 ? o->build.max_batch : 128;
     const int64_t most = o->prefill_chunk > 0 ? o->prefill_chunk : EVT_DECODE_PREFILL_CHUNK;
     if (o->prefill_chunk < 0 || most > bound)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --prefill-chunk %lld: between 1 and the program's bound %lld",
                               (long long)o->prefill_chunk, (long long)bound);
+    if (!*nrows) return EVT_OK;
+    *launches = (*nrows + most - 1) / most;
+    *C = (*nrows + *launches - 1) / *launches;
+    return EVT_OK;
+}
+
+/* The decode program at batch C in its prefill form, its caches R + 1
+   requests' pages (the spare request's last); *po the options it was built
+   from (evt_decode_kernel_opts takes them). */
+static evt_status prefill_text(const evt_decode_opts *o, int64_t C, evt_decode_opts *po, evt_qwen3_config *c, char **text, evt_diag *d)
+{
+    *po = *o;
+    po->batch = C;
+    po->build.prefill = 1;
+    po->build.cache_requests = o->batch + 1;
+    po->nalso = 0;
+    return evt_decode_program(po, c, text, d);
+}
+
+evt_status evt_decode_prefill_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
+{
+    *text = NULL;
+    const prompt_set ps = {o->prompts, o->prompt_lens, o->nprompts};
+    if (!o->nprompts || o->prompt_steps || !o->prompts || !o->prompt_lens) return EVT_OK;
+    for (int i = 0; i < o->nprompts; i++)
+        if (o->prompt_lens[i] < 1)
+            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompt %d is empty", i);
+    int64_t nrows, launches, C;
+    evt_decode_opts po;
+    evt_status st = prefill_plan(o, &ps, &nrows, &launches, &C, d);
+    return st || !nrows ? st : prefill_text(o, C, &po, cfg, text, d);
+}
+
+evt_status evt_prefill_build(const evt_decode_opts *o, const prompt_set *ps, evt_prefill **out, evt_diag *d)
+{
+    *out = NULL;
+    int64_t nrows, launches, C, len = 0;
+    evt_status st = prefill_plan(o, ps, &nrows, &launches, &C, d);
+    if (st || !nrows) return st; /* one-token prompts: the decode steps take them */
     evt_prefill *pf = calloc(1, sizeof *pf);
     prefill_row *rows = malloc((size_t)nrows * sizeof *rows);
     if (!pf || !rows) {
@@ -94,28 +135,20 @@ evt_status evt_prefill_build(const evt_decode_opts *o, const prompt_set *ps, evt
         return EVT_ERR_NOMEM;
     }
     int64_t n = 0;
-    for (int64_t q = 0; q < R; q++) {
+    for (int64_t q = 0; q < o->batch; q++) {
         const int32_t *ids = prompt_of(ps, q, &len);
         for (int64_t p = 0; p + 1 < len; p++) rows[n++] = (prefill_row){q, p, ids[p]};
     }
     pf->rows = rows;
     pf->nrows = nrows;
-    pf->requests = R;
-    /* launches of C rows each, as even as the rows allow (fewer than one
-       spare row a launch) */
-    pf->launches = (nrows + most - 1) / most;
-    pf->C = (nrows + pf->launches - 1) / pf->launches;
-    /* the program: the decode's at batch C in its prefill form, its caches
-       R + 1 requests' pages (the spare request's last), compiled and run as
-       evt_decode would at batch C */
-    evt_decode_opts po = *o;
-    po.batch = pf->C;
-    po.build.prefill = 1;
-    po.build.cache_requests = R + 1;
-    po.nalso = 0;
+    pf->requests = o->batch;
+    pf->launches = launches;
+    pf->C = C;
+    /* compiled and run as evt_decode would at batch C */
+    evt_decode_opts po;
     evt_qwen3_config c;
     char *text = NULL;
-    evt_status st = evt_decode_program(&po, &c, &text, d);
+    st = prefill_text(o, C, &po, &c, &text, d);
     evt_graph *g = st ? NULL : evt_parse(text, strlen(text), d);
     free(text);
     if (!st && !g) st = EVT_ERR_VERIFY;
