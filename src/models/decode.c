@@ -403,6 +403,23 @@ int evt_decode_tma_ring(int64_t hidden_size, int64_t batch, int requested)
     return batch >= lo && batch <= EVT_DECODE_TMA_MAX_BATCH ? EVT_DECODE_TMA_RING : 0;
 }
 
+int evt_decode_compare_launch(const evt_decode_opts *o, const evt_graph *g, evt_buffers *dev, evt_buffers *ref, const char *what,
+                              int64_t k, evt_decode_result *r, evt_diag *d)
+{
+    evt_printer pr = {0};
+    /* the CPU backend runs the reference's own tiles: bitwise */
+    const int bad = o->backend == EVT_BACKEND_CPU ? evt_buffers_compare(g, dev, ref, 0, &pr)
+                                                  : evt_decode_check_step(g, dev, ref, r->check_rtol, &r->near_ties, &pr);
+    if (bad) {
+        r->check_failed = 1;
+        evt_diag_error(d, EVT_ERR_CHECK, (evt_loc){0, 0}, "%s %lld differs from the reference: %s", what, (long long)k,
+                       pr.buf ? pr.buf : "");
+    }
+    evt_pr_free(&pr);
+    r->steps_checked++;
+    return bad;
+}
+
 void evt_decode_kernel_opts(const evt_decode_opts *o, const evt_qwen3_config *c, int64_t batch, evt_compile_opts *co,
                             evt_run_opts *ro)
 {
@@ -533,17 +550,7 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         memcpy(tokens + s * o->batch, evt_buffers_data(b, evt_decode_tensor_id(mg, "next"), NULL), o->batch * sizeof(int32_t));
         if (o->check) {
             if ((st = evt_reference_run(m, sym, ref, d))) goto out;
-            evt_printer pr = {0};
-            /* the CPU backend runs the reference's own tiles: bitwise */
-            int bad = o->backend == EVT_BACKEND_CPU ? evt_buffers_compare(mg, b, ref, 0, &pr)
-                                                    : evt_decode_check_step(mg, b, ref, r->check_rtol, &r->near_ties, &pr);
-            if (bad) {
-                r->check_failed = 1;
-                evt_diag_error(d, EVT_ERR_CHECK, (evt_loc){0, 0}, "step %lld differs from the reference: %s", (long long)s,
-                               pr.buf ? pr.buf : "");
-            }
-            evt_pr_free(&pr);
-            r->steps_checked++;
+            evt_decode_compare_launch(o, mg, b, ref, "step", s, r, d);
             /* both sides go on with the device's tokens (the same on the
                CPU; on the GPU they differ only at near-ties, or where the
                step failed), so that one flip does not fail every later step */

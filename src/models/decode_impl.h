@@ -25,6 +25,13 @@ int evt_decode_tensor_id(const evt_graph *g, const char *name);
 /* Monotonic seconds. */
 double evt_decode_now_s(void);
 
+/* --check's comparison of one launch (dev) with the reference's (ref):
+ * bitwise on the CPU, evt_decode_check_step's tolerance on the GPU. Counts
+ * it in r->steps_checked; a mismatch sets r->check_failed and adds "WHAT K
+ * differs from the reference: ..." to d. Returns the failures. */
+int evt_decode_compare_launch(const evt_decode_opts *o, const evt_graph *g, evt_buffers *dev, evt_buffers *ref, const char *what,
+                              int64_t k, evt_decode_result *r, evt_diag *d);
+
 /* The compile and run options evt_decode uses for its program at `batch`
  * (from o's): the kernel's defines (evt_decode_cuda_defines, unless o gives
  * some) and the TMA ring (evt_decode_tma_ring). */

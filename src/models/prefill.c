@@ -110,14 +110,16 @@ static evt_status prefill_text(const evt_decode_opts *o, int64_t C, evt_decode_o
 evt_status evt_decode_prefill_program(const evt_decode_opts *o, evt_qwen3_config *cfg, char **text, evt_diag *d)
 {
     *text = NULL;
+    if (!o->nprompts || o->prompt_steps) return EVT_OK;
+    /* the prompts and sizes checked as the steps' program checks them */
+    char *steps_text = NULL;
+    evt_status st = evt_decode_program(o, cfg, &steps_text, d);
+    free(steps_text);
+    if (st) return st;
     const prompt_set ps = {o->prompts, o->prompt_lens, o->nprompts};
-    if (!o->nprompts || o->prompt_steps || !o->prompts || !o->prompt_lens) return EVT_OK;
-    for (int i = 0; i < o->nprompts; i++)
-        if (o->prompt_lens[i] < 1)
-            return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: prompt %d is empty", i);
     int64_t nrows, launches, C;
     evt_decode_opts po;
-    evt_status st = prefill_plan(o, &ps, &nrows, &launches, &C, d);
+    st = prefill_plan(o, &ps, &nrows, &launches, &C, d);
     return st || !nrows ? st : prefill_text(o, C, &po, cfg, text, d);
 }
 
@@ -203,16 +205,7 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_
         if (!pref) continue;
         fill_launch(pg, pref, pf->rows, pf->nrows, k, C, R, MP);
         if ((st = evt_reference_run(pf->m, sym, pref, d))) break;
-        evt_printer pr = {0};
-        const int bad = o->backend == EVT_BACKEND_CPU ? evt_buffers_compare(pg, pb, pref, 0, &pr)
-                                                      : evt_decode_check_step(pg, pb, pref, r->check_rtol, &r->near_ties, &pr);
-        r->steps_checked++;
-        if (bad) {
-            r->check_failed = 1;
-            st = evt_diag_error(d, EVT_ERR_CHECK, (evt_loc){0, 0}, "prefill launch %lld differs from the reference: %s", (long long)k,
-                                pr.buf ? pr.buf : "");
-        }
-        evt_pr_free(&pr);
+        if (evt_decode_compare_launch(o, pg, pb, pref, "prefill launch", k, r, d)) st = EVT_ERR_CHECK;
     }
     r->prefill_wall_ms = (evt_decode_now_s() - t0) * 1e3;
     if (!st) st = copy_caches(pg, pb, dg, db, d);

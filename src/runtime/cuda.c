@@ -393,15 +393,16 @@ static evt_status bind_tmaps(cuda_rt *rt, evt_tensor_ref *tr, int n, int want, C
     return EVT_OK;
 }
 
-/* The device copy of weight t (bytes long) that module `from` holds and lends
-   (evt_module_share_weights), or 0: same name, dtype, at least as many bytes,
-   uploaded by one of its launches. */
-static CUdeviceptr lent_weight(const evt_module *from, const evt_tensor *t, size_t bytes)
+/* The device copy of tensor i (a weight, bytes long) that the module m reads
+   from (evt_module_share_weights: the same name and dtype, resolved then),
+   or 0: that module holds none uploaded by one of its launches, of at least
+   as many bytes. */
+static CUdeviceptr lent_weight(const evt_module *m, int i, size_t bytes)
 {
-    const cuda_rt *frt = from ? from->rt : NULL;
-    const evt_tensor *f = frt ? evt_graph_find_tensor(evt_module_graph(from), t->name) : NULL;
-    if (!f || f->role != EVT_WEIGHT || f->dtype != t->dtype || f->id >= frt->ntens) return 0;
-    return frt->tens_src[f->id] && frt->tens[f->id].cap >= bytes ? frt->tens[f->id].p : 0;
+    const int j = m->weights_from_ids ? m->weights_from_ids[i] : -1;
+    const cuda_rt *frt = j >= 0 ? m->weights_from->rt : NULL;
+    if (!frt || j >= frt->ntens) return 0;
+    return frt->tens_src[j] && frt->tens[j].cap >= bytes ? frt->tens[j].p : 0;
 }
 
 /* Everything up to (not including) the launch: runtime buffers, bound data,
@@ -432,7 +433,7 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     for (int i = 0; i < g->ntensors; i++) {
         size_t bytes = 0;
         void *host = evt_buffers_data(bufs, i, &bytes);
-        const CUdeviceptr lent = g->tensors[i]->role == EVT_WEIGHT ? lent_weight(m->weights_from, g->tensors[i], bytes) : 0;
+        const CUdeviceptr lent = lent_weight(m, i, bytes);
         int grown = 0;
         if (!lent && (st = buf_ensure(&rt->tens[i], bytes, &grown, d))) { free(tr); return st; }
         if (grown) rt->tens_src[i] = rt->tens_dev[i] = 0; /* a new allocation holds nothing */

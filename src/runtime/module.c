@@ -113,6 +113,7 @@ void evt_module_free(evt_module *m)
         free(m->var[v].code);
     }
     if (ops(m)->release) ops(m)->release(m);
+    free(m->weights_from_ids);
     free(m->program);
     free(m);
 }
@@ -121,7 +122,19 @@ const evt_graph *evt_module_graph(const evt_module *m) { return m->var[0].g; }
 
 void evt_module_share_weights(evt_module *dst, const evt_module *src)
 {
-    dst->weights_from = src && src != dst && src->backend == dst->backend ? src : NULL;
+    free(dst->weights_from_ids);
+    dst->weights_from_ids = NULL;
+    dst->weights_from = NULL;
+    if (!src || src == dst || src->backend != dst->backend) return;
+    const evt_graph *g = evt_module_graph(dst), *sg = evt_module_graph(src);
+    int *ids = malloc((g->ntensors + 1) * sizeof *ids);
+    if (!ids) return; /* no sharing: dst uploads its own, as without the call */
+    for (int i = 0; i < g->ntensors; i++) {
+        const evt_tensor *t = g->tensors[i], *f = t->role == EVT_WEIGHT ? evt_graph_find_tensor(sg, t->name) : NULL;
+        ids[i] = f && f->role == EVT_WEIGHT && f->dtype == t->dtype ? f->id : -1;
+    }
+    dst->weights_from_ids = ids;
+    dst->weights_from = src;
 }
 evt_backend evt_module_backend(const evt_module *m) { return m->backend; }
 const char *evt_module_source(const evt_module *m, int variant)

@@ -62,6 +62,8 @@ struct evt_module {
     void *rt;             /* backend runtime state (buffers, ring, device) */
     const struct evt_module *weights_from; /* evt_module_share_weights: the module whose device weights
                                               this one's launches read where it holds them */
+    int *weights_from_ids; /* per tensor of this module's graph: the id of weights_from's weight of the
+                              same name and dtype, or -1 (resolved once, not at every launch) */
 };
 
 typedef struct evt_backend_ops {
