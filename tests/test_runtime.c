@@ -253,6 +253,53 @@ static void buffers_share_weights(void **state)
     evt_module_free(mb);
 }
 
+/* evt_module_copy_tensor: the destination tensor's bytes are the first ones
+ * of the source's (a prefix of a larger tensor, as a prefill's cache is of a
+ * decode's), and a run of the destination reads them; another dtype, too few
+ * bytes or a tensor id out of range is a clear error that copies nothing. */
+static void module_copy_tensor(void **state)
+{
+    (void)state;
+    const char *a = "sym n = 4 in [1, 64]\n"
+                    "tensor X : f32[n, 8] input = random(seed=5, lo=-1, hi=1)\n"
+                    "tensor Z : i32[n, 8] input = random(seed=6, lo=-9, hi=9)\n"
+                    "tensor Y : f32[n] output\n"
+                    "call r = rowsum_final(X, Y, 8) over (i) in [n] {\n}\n";
+    evt_module *ma = h_build(a), *mb = h_build(a);
+    const evt_graph *g = evt_module_graph(ma);
+    const int x = evt_graph_find_tensor(g, "X")->id, z = evt_graph_find_tensor(g, "Z")->id, y = evt_graph_find_tensor(g, "Y")->id;
+    int64_t big[1] = {5}, small[1] = {3};
+    evt_diag d;
+    evt_diag_init(&d, "copy");
+    evt_buffers *ba = NULL, *bb = NULL;
+    assert_int_equal(evt_buffers_new(g, big, 1, 0xff, &ba, &d), EVT_OK);
+    assert_int_equal(evt_buffers_new(g, small, 2, 0xff, &bb, &d), EVT_OK);
+    float *xa = evt_buffers_data(ba, x, NULL), *xb = evt_buffers_data(bb, x, NULL);
+    for (int i = 0; i < 40; i++) xa[i] = (float)i;
+    assert_int_equal(evt_module_copy_tensor(mb, bb, x, ma, ba, x, &d), EVT_OK);
+    assert_memory_equal(xb, xa, 3 * 8 * sizeof(float));
+    evt_run_opts o = {.workers = 2};
+    if (evt_module_run(mb, small, bb, &o, NULL, &d)) fail_msg("%s", d.text);
+    const float *yb = evt_buffers_data(bb, y, NULL);
+    for (int i = 0; i < 3; i++) assert_float_equal(yb[i], 64.0f * i + 28.0f, 0); /* sum of 8i .. 8i + 7 */
+    /* refused, and nothing copied: too few bytes (5 rows from 3), another dtype, no such tensor */
+    memset(xa, 0, 40 * sizeof(float));
+    evt_diag_free(&d);
+    evt_diag_init(&d, "copy");
+    assert_int_equal(evt_module_copy_tensor(ma, ba, x, mb, bb, x, &d), EVT_ERR_SHAPE);
+    assert_non_null(strstr(d.text, "too few"));
+    assert_int_equal(evt_module_copy_tensor(mb, bb, x, ma, ba, z, &d), EVT_ERR_SHAPE);
+    assert_non_null(strstr(d.text, "another dtype"));
+    assert_int_equal(evt_module_copy_tensor(mb, bb, g->ntensors, ma, ba, x, &d), EVT_ERR_SHAPE);
+    assert_int_equal(xa[0], 0.0f);
+    assert_int_equal(xb[8], 8.0f);
+    evt_buffers_free(ba);
+    evt_buffers_free(bb);
+    evt_diag_free(&d);
+    evt_module_free(ma);
+    evt_module_free(mb);
+}
+
 /* The kernel cache compares its commands word by word: "-Xptxas -v " (a
    scripted precompile's trailing space) finds what "-Xptxas  -v" stored;
    other words, another source, or blanks inside quotes or escaped do not. */
@@ -314,6 +361,7 @@ int main(void)
         cmocka_unit_test(symbol_arguments_on_the_record_path),
         cmocka_unit_test(kcache_key_is_words),
         cmocka_unit_test(buffers_share_weights),
+        cmocka_unit_test(module_copy_tensor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

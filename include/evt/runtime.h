@@ -96,6 +96,19 @@ int evt_buffers_compare_tensor(const evt_graph *g, evt_buffers *a, evt_buffers *
 
 /* ---- launching --------------------------------------------------------- */
 
+/* Tensor src_id of src_bufs, as src's last launch with them left it, into
+ * tensor dst_id of dst_bufs, as dst's next launch with them will read it:
+ * dst_id's bytes, the first ones of src_id (same dtype, at least as many
+ * bytes). GPU: where src's device copy is current (a resident launch left
+ * it there: evt_run_opts.resident), device to device, with no trip through
+ * the host; dst_bufs' host copy of dst_id is then older than the device's
+ * and comes back with dst's next launch that is not resident. Otherwise
+ * (CPU, or src holds no current copy on the device): the host copies.
+ * evtc decode hands its prefill's KV caches to the decode steps with it.
+ * EVT_ERR_SHAPE: no such tensors, another dtype, or too few bytes. */
+evt_status evt_module_copy_tensor(evt_module *dst, evt_buffers *dst_bufs, int dst_id, evt_module *src, evt_buffers *src_bufs,
+                                  int src_id, evt_diag *d);
+
 typedef struct evt_run_opts {
     evt_sched_kind sched;      /* static (default), dynamic, unfused, kbk, graph, hybrid */
     evt_queue_policy policy;   /* static queues: rr (default) or cp */

@@ -518,11 +518,11 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         if (ref) copy_weights(mg, b, ref);
         if (!o->quiet) fprintf(stderr, "decode: weights read from %s in %.1f s\n", weights, evt_decode_now_s() - t0);
     }
-    if (pf && (st = evt_prefill_run(pf, o, mg, b, ref, r, d))) goto out;
+    if (pf && (st = evt_prefill_run(pf, o, m, b, ref, r, d))) goto out;
     /* the steps read the weights the prefill's launches put on the device
-       (one copy; the prefill module lives until the steps are done), and
-       its other tensors, its copy of the caches among them, leave the
-       device */
+       (one copy; the prefill module lives until the steps are done) and
+       the caches it copied into theirs there; its other tensors, its copy
+       of the caches among them, leave the device */
     if (pf) {
         evt_module_release_tensors(pf->m, 1);
         evt_module_share_weights(m, pf->m);
@@ -590,8 +590,8 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
                 r->first_wall_ms, r->steps_wall_ms,
                 o->backend != EVT_BACKEND_CUDA ? ""
                 : o->host_copies              ? " (every tensor copied to the device and back)"
-                : r->prefill_launches         ? " (the first uploads the cache, the weights already there from the prefill; then tok, "
-                                                "pos, logits and next move)"
+                : r->prefill_launches         ? " (the weights and the cache already on the device from the prefill; tok, pos, "
+                                                "logits and next move)"
                                               : " (the first uploads the weights and the cache; then tok, pos, logits and next move)");
     r->cache_bytes = read / (double)(launches > 1 ? launches - 1 : 1) * evt_qwen3_cache_bytes_per_token(&c);
     if (o->backend == EVT_BACKEND_CUDA) {

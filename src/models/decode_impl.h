@@ -58,13 +58,15 @@ typedef struct evt_prefill {
 evt_status evt_prefill_build(const evt_decode_opts *o, const prompt_set *ps, evt_prefill **out, evt_diag *d);
 void evt_prefill_free(evt_prefill *pf);
 /* Runs the launches with the decode program's weights (db's, copied by
- * name), then copies the KV caches they filled into db (and, with o->check,
- * the reference's into dref), so that request r decodes from position
+ * name), then copies the KV caches they filled into db as the decode module
+ * dm's next launch reads them (on the GPU device to device, db's host
+ * copies left older, unless o->host_copies asks for the host copies; with
+ * o->check the reference's into dref, on the host), so that request r decodes from position
  * len_r - 1 with its prompt's last token. Fills the result's prefill_*
  * fields; with o->check each launch is compared with the prefill program's
  * sequential reference and counted in steps_checked (a failure sets
  * r->check_failed and returns EVT_ERR_CHECK). */
-evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_graph *dg, evt_buffers *db, evt_buffers *dref,
+evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, evt_module *dm, evt_buffers *db, evt_buffers *dref,
                            evt_decode_result *r, evt_diag *d);
 
 #endif

@@ -8,8 +8,9 @@
  * The rows of a launch are padded to one size with rows of a spare request
  * (its own pages, positions 0, 1, ...), whose outputs nobody reads, so that
  * every launch binds the same shape. Afterwards the caches go into the
- * decode program's buffers (the first pages: both programs lay out request
- * r's pages at r x max pages), and decode.c starts each request at its
+ * decode program's (the first pages: both programs lay out request r's pages
+ * at r x max pages; on the GPU from device to device, with no trip through
+ * the host: evt_module_copy_tensor), and decode.c starts each request at its
  * prompt's last token. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +37,12 @@ static evt_status check_weights_shared(const evt_graph *dg, evt_buffers *db, con
 
 /* The prefill's KV caches (tensors ending in _kc / _vc) into the decode
    program's: the decode cache's bytes are the prefill cache's first ones
-   (the real requests' pages; the spare request's come after them). */
-static evt_status copy_caches(const evt_graph *pg, evt_buffers *pb, const evt_graph *dg, evt_buffers *db, evt_diag *d)
+   (the real requests' pages; the spare request's come after them). With
+   modules, as the prefill module pm's last launch left them (on the GPU
+   device to device where it left them there) for the decode module dm's
+   next launch; without (the references), host to host. */
+static evt_status copy_caches(evt_module *pm, const evt_graph *pg, evt_buffers *pb, evt_module *dm, const evt_graph *dg,
+                              evt_buffers *db, evt_diag *d)
 {
     for (int i = 0; i < dg->ntensors; i++) {
         const char *name = dg->tensors[i]->name;
@@ -49,7 +54,10 @@ static evt_status copy_caches(const evt_graph *pg, evt_buffers *pb, const evt_gr
         const void *src = j >= 0 ? evt_buffers_data(pb, j, &m) : NULL;
         if (!src || m < n)
             return evt_diag_error(d, EVT_ERR_VERIFY, (evt_loc){0, 0}, "prefill: no cache %s of at least %zu bytes", name, n);
-        memcpy(dst, src, n);
+        evt_status st = EVT_OK;
+        if (pm) st = evt_module_copy_tensor(dm, db, i, pm, pb, j, d);
+        else memcpy(dst, src, n);
+        if (st) return st;
     }
     return EVT_OK;
 }
@@ -177,11 +185,11 @@ void evt_prefill_free(evt_prefill *pf)
     free(pf);
 }
 
-evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_graph *dg, evt_buffers *db, evt_buffers *dref,
+evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, evt_module *dm, evt_buffers *db, evt_buffers *dref,
                            evt_decode_result *r, evt_diag *d)
 {
     r->prefill_tokens = pf->nrows;
-    const evt_graph *pg = evt_module_graph(pf->m);
+    const evt_graph *pg = evt_module_graph(pf->m), *dg = evt_module_graph(dm);
     const int64_t sym[1] = {pf->C}, C = pf->C, R = pf->requests;
     evt_buffers *pb = NULL, *pref = NULL;
     /* the weights' host copies are the decode program's (on the device
@@ -193,10 +201,11 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_
     const double t0 = evt_decode_now_s();
     for (int64_t k = 0; !st && k < pf->launches; k++) {
         fill_launch(pg, pb, pf->rows, pf->nrows, k, C, R, MP);
-        /* resident launches keep the caches on the device between them; the
-           last one brings every tensor back, the caches with it */
+        /* resident launches keep the caches on the device between them and
+           for the decode steps after them (copy_caches); with host copies
+           every launch brings them back */
         evt_run_opts ro = pf->run;
-        ro.resident = !o->host_copies && k + 1 < pf->launches;
+        ro.resident = !o->host_copies;
         evt_run_stats rs = {0};
         if ((st = evt_module_run(pf->m, sym, pb, &ro, &rs, d))) break;
         r->prefill_launches++;
@@ -208,8 +217,8 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, const evt_
         if (evt_decode_compare_launch(o, pg, pb, pref, "prefill launch", k, r, d)) st = EVT_ERR_CHECK;
     }
     r->prefill_wall_ms = (evt_decode_now_s() - t0) * 1e3;
-    if (!st) st = copy_caches(pg, pb, dg, db, d);
-    if (!st && pref) st = copy_caches(pg, pref, dg, dref, d);
+    if (!st) st = copy_caches(o->host_copies ? NULL : pf->m, pg, pb, dm, dg, db, d);
+    if (!st && pref) st = copy_caches(NULL, pg, pref, dm, dg, dref, d);
     if (!st && !o->quiet)
         fprintf(stderr, "decode: prefilled %lld prompt token%s in %lld launch%s of %lld row%s: %.3f ms on the wall clock (the first "
                         "launch %.3f ms with the weights' upload; the kernels %.3f ms in all)\n",

@@ -234,6 +234,26 @@ static evt_status reset_after_abort(cuda_rt *rt, const evt_graph *g, evt_diag *d
     return ring_reset(rt, d);
 }
 
+/* The per-tensor arrays of rt for n tensors (new entries hold nothing). */
+static evt_status ensure_tens(cuda_rt *rt, int n)
+{
+    if (rt->ntens >= n) return EVT_OK;
+    dev_buf *t = realloc(rt->tens, n * sizeof *t);
+    if (!t) return EVT_ERR_NOMEM;
+    memset(t + rt->ntens, 0, (n - rt->ntens) * sizeof *t);
+    rt->tens = t;
+    uint64_t *src = realloc(rt->tens_src, n * sizeof *src);
+    if (!src) return EVT_ERR_NOMEM;
+    memset(src + rt->ntens, 0, (n - rt->ntens) * sizeof *src);
+    rt->tens_src = src;
+    uint64_t *dev = realloc(rt->tens_dev, n * sizeof *dev);
+    if (!dev) return EVT_ERR_NOMEM;
+    memset(dev + rt->ntens, 0, (n - rt->ntens) * sizeof *dev);
+    rt->tens_dev = dev;
+    rt->ntens = n;
+    return EVT_OK;
+}
+
 static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *b, evt_diag *d)
 {
     if (!m->rt) m->rt = calloc(1, sizeof(cuda_rt));
@@ -257,21 +277,7 @@ static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *
     }
     if ((st = buf_ensure(&rt->ctx, sizeof(evt_ctx), &grown, d))) return st;
     if (grown) rt->ctx_valid = 0;
-    if (rt->ntens < g->ntensors) {
-        dev_buf *t = realloc(rt->tens, g->ntensors * sizeof *t);
-        if (!t) return EVT_ERR_NOMEM;
-        memset(t + rt->ntens, 0, (g->ntensors - rt->ntens) * sizeof *t);
-        rt->tens = t;
-        uint64_t *src = realloc(rt->tens_src, g->ntensors * sizeof *src);
-        if (!src) return EVT_ERR_NOMEM;
-        memset(src + rt->ntens, 0, (g->ntensors - rt->ntens) * sizeof *src);
-        rt->tens_src = src;
-        uint64_t *dev = realloc(rt->tens_dev, g->ntensors * sizeof *dev);
-        if (!dev) return EVT_ERR_NOMEM;
-        memset(dev + rt->ntens, 0, (g->ntensors - rt->ntens) * sizeof *dev);
-        rt->tens_dev = dev;
-        rt->ntens = g->ntensors;
-    }
+    if ((st = ensure_tens(rt, g->ntensors))) return st;
     if ((st = buf_ensure(&rt->tref, (g->ntensors + 1) * sizeof(evt_tensor_ref), &grown, d))) return st;
     if (grown) { free(rt->last_tref); rt->last_tref = NULL; rt->ntref = 0; }
     return EVT_OK;
@@ -632,10 +638,11 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
         size_t bytes = 0;
         void *host = evt_buffers_data(bufs, i, &bytes);
         /* inputs and weights are never written (verify rejects it): their
-           host copies are current, only the rest comes back; with resident
-           only the outputs, the rest staying newer on the device */
+           host copies are current (unless evt_module_copy_tensor left the
+           device's newer), only the rest comes back; with resident only the
+           outputs, the rest staying newer on the device */
         const evt_role role = g->tensors[i]->role;
-        if (role == EVT_INPUT || role == EVT_WEIGHT) continue;
+        if ((role == EVT_INPUT || role == EVT_WEIGHT) && rt->tens_dev[i] != uid) continue;
         if (o->resident && role != EVT_OUTPUT) {
             rt->tens_dev[i] = uid;
             continue;
@@ -706,6 +713,47 @@ void evt_module_release_tensors(evt_module *m, int keep_weights)
     rt->ntref = 0;
 }
 
+
+evt_status evt_module_copy_tensor(evt_module *dst, evt_buffers *dst_bufs, int dst_id, evt_module *src, evt_buffers *src_bufs,
+                                  int src_id, evt_diag *d)
+{
+    const evt_graph *dg = evt_module_graph(dst), *sg = evt_module_graph(src);
+    if (dst_id < 0 || dst_id >= dg->ntensors || src_id < 0 || src_id >= sg->ntensors)
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "copy tensor: no tensor %d in the destination or %d in the source",
+                              dst_id, src_id);
+    const evt_tensor *dt = dg->tensors[dst_id], *stn = sg->tensors[src_id];
+    size_t n = 0, m = 0;
+    void *host = evt_buffers_data(dst_bufs, dst_id, &n);
+    const void *from = evt_buffers_data(src_bufs, src_id, &m);
+    if (dt->dtype != stn->dtype || m < n)
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
+                              "copy tensor: %s (%zu bytes) cannot take the first bytes of %s (%zu bytes): %s", dt->name, n,
+                              stn->name, m, dt->dtype != stn->dtype ? "another dtype" : "too few");
+    /* where src's device copy is as new as its host copy or newer, and both
+       modules run on the GPU: device to device, dst's host copy then older */
+    cuda_rt *srt = src->backend == EVT_BACKEND_CUDA ? src->rt : NULL;
+    const uint64_t suid = evt_buffers_uid(src_bufs), duid = evt_buffers_uid(dst_bufs);
+    const int on_device = srt && dst->backend == EVT_BACKEND_CUDA && evt_cuda_g.ok && src_id < srt->ntens &&
+                          srt->tens_src[src_id] == suid && srt->tens[src_id].cap >= m;
+    if (!on_device) {
+        /* a newer device copy that cannot be read here would be lost */
+        if (srt && src_id < srt->ntens && srt->tens_dev[src_id] == suid)
+            return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "copy tensor: %s is newer on the GPU than its host copy", stn->name);
+        if (n) memcpy(host, from, n);
+        return EVT_OK;
+    }
+    evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
+    if (!dst->rt && !(dst->rt = calloc(1, sizeof(cuda_rt)))) return EVT_ERR_NOMEM;
+    cuda_rt *drt = dst->rt;
+    evt_status st = ensure_tens(drt, dg->ntensors);
+    int grown = 0;
+    if (!st) st = buf_ensure(&drt->tens[dst_id], n, &grown, d);
+    if (st) return st;
+    drt->tens_src[dst_id] = drt->tens_dev[dst_id] = 0;
+    if (n) CK(evt_cuda_g.cu.MemcpyDtoD(drt->tens[dst_id].p, srt->tens[src_id].p, n));
+    drt->tens_src[dst_id] = drt->tens_dev[dst_id] = duid;
+    return EVT_OK;
+}
 
 int64_t evt_cuda_capture_count(void) { return __atomic_load_n(&g_captures, __ATOMIC_RELAXED); }
 

@@ -52,6 +52,7 @@ static void driver_init(void)
     SYM(MemFree, "cuMemFree_v2");
     SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
     SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
+    SYM(MemcpyDtoD, "cuMemcpyDtoD_v2");
     SYM(MemsetD8, "cuMemsetD8_v2");
     SYM(MemsetD32Async, "cuMemsetD32Async");
     SYM(LaunchCooperativeKernel, "cuLaunchCooperativeKernel");

@@ -10,6 +10,9 @@
  *                                              (watchdog error), NAME=GOOD must then pass
  *   gpucheck workers FILE                      too many workers: a clear refusal
  *   gpucheck nodev FILE.evt                    (no GPU) a launch returns EVT_ERR_NO_DEVICE
+ *   gpucheck copy -                            evt_module_copy_tensor from device to device:
+ *                                              a tensor a resident launch left on the GPU read
+ *                                              by another module's launch (its own programs)
  * Prints "PASS what" / "FAIL what: why" lines and exits nonzero on a failure.
  * The reference is the CPU backend running the same program (C tiles).
  */
@@ -338,6 +341,72 @@ static int cmd_nodev(int argc, char **argv)
     return nfail != 0;
 }
 
+/* A split row sum's partials P, left on the device by a resident launch of
+   one module, copied into another module's input P (a program of the final
+   sums alone) without the host: the second module's sums must equal the
+   first's, and its host copy of P, poisoned and older after the copy, must
+   come back with its launch. */
+static int cmd_copy(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const char *full = "sym n = 4 in [1, 64]\n"
+                       "tensor A : f32[n * 32, 128] input = random(seed=1, lo=-1, hi=1)\n"
+                       "tensor P : f32[n * 32, 4] scratch\n"
+                       "tensor C : f32[n * 32] output\n"
+                       "event E[n]\n"
+                       "call partial = rowsum_partial(A, P, 32) over (i, j) in [n, 4] {\n    notify E[i]\n}\n"
+                       "call final = rowsum_final(P, C, 32) over (i) in [n] {\n    wait E[i]\n}\n";
+    const char *fin = "sym n = 4 in [1, 64]\n"
+                      "tensor P : f32[n * 32, 4] input\n"
+                      "tensor C : f32[n * 32] output\n"
+                      "call final = rowsum_final(P, C, 32) over (i) in [n] {\n}\n";
+    evt_diag d;
+    evt_diag_init(&d, "copy");
+    evt_graph *g1 = evt_parse(full, strlen(full), &d), *g2 = evt_parse(fin, strlen(fin), &d);
+    evt_module *m1 = NULL, *m2 = NULL;
+    evt_compile_opts co = {0};
+    if (!g1 || !g2 || evt_module_build(g1, EVT_BACKEND_CUDA, &co, 0, &m1, &d) || evt_module_build(g2, EVT_BACKEND_CUDA, &co, 0, &m2, &d)) {
+        fail("copy: build", d.text);
+        return 1;
+    }
+    const evt_graph *h1 = evt_module_graph(m1), *h2 = evt_module_graph(m2);
+    int64_t sym[1] = {3};
+    evt_buffers *b1 = NULL, *b2 = NULL;
+    evt_status st = evt_buffers_new(h1, sym, 1, 0xff, &b1, &d);
+    if (!st) st = evt_buffers_new(h2, sym, 2, 0xff, &b2, &d);
+    const int p1 = evt_graph_find_tensor(h1, "P")->id, c1 = evt_graph_find_tensor(h1, "C")->id;
+    const int p2 = evt_graph_find_tensor(h2, "P")->id, c2 = evt_graph_find_tensor(h2, "C")->id;
+    evt_run_opts ro = {.resident = 1};
+    if (!st) st = evt_module_run(m1, sym, b1, &ro, NULL, &d);
+    size_t n = 0;
+    const unsigned char *host_p1 = evt_buffers_data(b1, p1, &n);
+    int stale = 1; /* P's host copy stays the poison: the partials are on the device only */
+    for (size_t i = 0; i < n; i++) stale &= host_p1[i] == 0xff;
+    if (!st) st = evt_module_copy_tensor(m2, b2, p2, m1, b1, p1, &d);
+    evt_run_opts plain = {0};
+    if (!st) st = evt_module_run(m2, sym, b2, &plain, NULL, &d);
+    if (st) fail("copy: run", d.text);
+    else {
+        const float *C1 = evt_buffers_data(b1, c1, NULL), *C2 = evt_buffers_data(b2, c2, NULL), *P2 = evt_buffers_data(b2, p2, NULL);
+        int same = 1, back = 1;
+        for (int r = 0; r < 3 * 32; r++) {
+            same &= C1[r] == C2[r];
+            back &= P2[r * 4] + P2[r * 4 + 1] + P2[r * 4 + 2] + P2[r * 4 + 3] == C1[r];
+        }
+        if (!stale) fail("copy: resident launch", "P's host copy changed: the premise (a device-only tensor) does not hold");
+        else if (!same) fail("copy: device to device", "the second module's sums differ from the first's");
+        else if (!back) fail("copy: host copy", "P's host copy did not come back with the next launch");
+        else pass("copy: a resident launch's tensor read by another module, device to device");
+    }
+    evt_buffers_free(b1);
+    evt_buffers_free(b2);
+    evt_module_free(m1);
+    evt_module_free(m2);
+    evt_diag_free(&d);
+    return nfail != 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) { fprintf(stderr, "usage: see the header of tests/gpu/gpucheck.c\n"); return 2; }
@@ -349,6 +418,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "hang")) rc = cmd_hang(argc, argv);
     else if (!strcmp(argv[1], "workers")) rc = cmd_workers(argc, argv);
     else if (!strcmp(argv[1], "nodev")) rc = cmd_nodev(argc, argv);
+    else if (!strcmp(argv[1], "copy")) rc = cmd_copy(argc, argv);
     else { fprintf(stderr, "unknown command %s\n", argv[1]); return 2; }
     printf("# %s: %d passed, %d failed\n", argv[1], npass, nfail);
     return rc;

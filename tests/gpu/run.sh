@@ -7,7 +7,8 @@
 #    example and tests/gpu/progs/*.evt to a CUDA artifact (nvcc runs only here)
 # 2. every example x {static, dynamic, unfused, hybrid, kbk, graph} x seeds through
 #    `evtc run ART --backend cuda --check` (fresh random inputs, poisoned
-#    outputs, relative error against the sequential reference)
+#    outputs, relative error against the sequential reference); a tensor
+#    handed from one module to another on the device (gpucheck copy)
 # 3. more shapes and worker counts (gpucheck check: GPU vs the CPU backend)
 # 4. 1000 back-to-back launches with random shapes, each checked, with zero
 #    nvcc runs after the build (gpucheck many); host bind time per new shape
@@ -112,6 +113,7 @@ for a in $ART/*.evtm; do
         done
     done
 done
+gpucheck copy -   # a tensor a resident launch left on the GPU, read by another module (evt_module_copy_tensor)
 fi
 
 if section_on kbk; then
