@@ -205,6 +205,87 @@ static evt_task_args rope_split_args(uint16_t *qkv, int N, uint16_t *wq, uint16_
     return f;
 }
 
+/* The prefill's grouped tiles give the per-head ones' values bitwise:
+ * qk_rope_append over (b, g) == q_rope over (b, h) + k_rope_append over
+ * (b, g) (q, and the cache appended at pos[b]), and attn_split_group over
+ * (b, g, s) == attn_split over (b, h, s), for 1, 2 and 4 q heads per kv head
+ * and 1, 3 and 20 splits (more than the positions), two rows at different
+ * positions of one request's pages. */
+static void grouped_prefill_tiles(void **state)
+{
+    (void)state;
+    enum { HD = 8, PS = 4, MP = 4, NKV = 2, B = 2 };
+    static const int groups[] = {1, 2, 4}, splits[] = {1, 3, 20};
+    for (int gi = 0; gi < 3; gi++)
+        for (int si = 0; si < 3; si++) {
+            int G = groups[gi], S = splits[si], NH = G * NKV, N = (NH + 2 * NKV) * HD;
+            static uint16_t qkv[B * (8 + 4) * HD], wq[HD], wk[HD], q[2][B * 8 * HD];
+            static uint16_t kc[2][MP * PS * NKV * HD], vc[2][MP * PS * NKV * HD];
+            static float part[2][B * 8 * 20 * (HD + 2)];
+            int32_t bt[B * MP] = {2, 0, 3, 1, 2, 0, 3, 1}, pos[B] = {5, 10};
+            for (int i = 0; i < B * N; i++) qkv[i] = bf(frand());
+            for (int i = 0; i < HD; i++) { wq[i] = bf(1 + frand() / 4); wk[i] = bf(1 + frand() / 4); }
+            for (int i = 0; i < MP * PS * NKV * HD; i++) { kc[0][i] = kc[1][i] = bf(frand()); vc[0][i] = vc[1][i] = bf(frand()); }
+            memset(q, 0xff, sizeof q);
+            memset(part, 0xff, sizeof part);
+            /* per head */
+            evt_task_args r = {0}, k = {0}, a = {0};
+            r.ncoord = k.ncoord = 2;
+            a.ncoord = 3;
+            r.t[0] = k.t[0] = ref(qkv, 2, B, N, 1, 1);
+            r.t[1] = ref(wq, 1, HD, 1, 1, 1);
+            r.t[2] = k.t[2] = ref(pos, 1, B, 1, 1, 1);
+            r.t[3] = ref(q[0], 3, B, NH, HD, 1);
+            r.iarg[0] = r.iarg[1] = 1000000;
+            k.t[1] = ref(wk, 1, HD, 1, 1, 1);
+            k.t[3] = ref(bt, 2, B, MP, 1, 1);
+            k.t[4] = ref(kc[0], 4, MP, PS, NKV, HD);
+            k.t[5] = ref(vc[0], 4, MP, PS, NKV, HD);
+            k.iarg[0] = NH;
+            k.iarg[1] = k.iarg[2] = 1000000;
+            for (int b = 0; b < B; b++) {
+                r.coord[0] = k.coord[0] = b;
+                for (int h = 0; h < NH; h++) { r.coord[1] = h; evt_tile_q_rope(&r); }
+                for (int g = 0; g < NKV; g++) { k.coord[1] = g; evt_tile_k_rope_append(&k); }
+            }
+            a.t[0] = ref(q[0], 3, B, NH, HD, 1);
+            a.t[1] = ref(kc[0], 4, MP, PS, NKV, HD);
+            a.t[2] = ref(vc[0], 4, MP, PS, NKV, HD);
+            a.t[3] = ref(bt, 2, B, MP, 1, 1);
+            a.t[4] = ref(pos, 1, B, 1, 1, 1);
+            a.t[5] = ref(part[0], 4, B, NH, S, HD + 2);
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < NH; h++)
+                    for (int sp = 0; sp < S; sp++) { a.coord[0] = b; a.coord[1] = h; a.coord[2] = sp; evt_tile_attn_split(&a); }
+            /* grouped */
+            evt_task_args gq = {0};
+            gq.ncoord = 2;
+            gq.t[0] = ref(qkv, 2, B, N, 1, 1);
+            gq.t[1] = ref(wq, 1, HD, 1, 1, 1);
+            gq.t[2] = ref(wk, 1, HD, 1, 1, 1);
+            gq.t[3] = ref(pos, 1, B, 1, 1, 1);
+            gq.t[4] = ref(bt, 2, B, MP, 1, 1);
+            gq.t[5] = ref(kc[1], 4, MP, PS, NKV, HD);
+            gq.t[6] = ref(vc[1], 4, MP, PS, NKV, HD);
+            gq.t[7] = ref(q[1], 3, B, NH, HD, 1);
+            gq.iarg[0] = gq.iarg[1] = 1000000;
+            for (int b = 0; b < B; b++)
+                for (int g = 0; g < NKV; g++) { gq.coord[0] = b; gq.coord[1] = g; evt_tile_qk_rope_append(&gq); }
+            a.t[0] = ref(q[1], 3, B, NH, HD, 1);
+            a.t[1] = ref(kc[1], 4, MP, PS, NKV, HD);
+            a.t[2] = ref(vc[1], 4, MP, PS, NKV, HD);
+            a.t[5] = ref(part[1], 4, B, NH, S, HD + 2);
+            for (int b = 0; b < B; b++)
+                for (int g = 0; g < NKV; g++)
+                    for (int sp = 0; sp < S; sp++) { a.coord[0] = b; a.coord[1] = g; a.coord[2] = sp; evt_tile_attn_split_group(&a); }
+            if (memcmp(q[0], q[1], (size_t)B * NH * HD * sizeof(uint16_t))) fail_msg("G=%d: qk_rope_append's q differs from q_rope's", G);
+            if (memcmp(kc[0], kc[1], sizeof kc[0]) || memcmp(vc[0], vc[1], sizeof vc[0]))
+                fail_msg("G=%d: qk_rope_append's cache differs from k_rope_append's", G);
+            if (memcmp(part[0], part[1], (size_t)B * NH * S * (HD + 2) * sizeof(float)))
+                fail_msg("G=%d S=%d: attn_split_group's partials differ from attn_split's", G, S);
+        }
+}
+
 /* attn_rope_split over (b, g, s) == q_rope + k_rope_append + attn_split over
  * (b, h, s), bitwise (partials and the appended cache: the fused tile's
  * angles come from the rope table, the separate tiles compute them), for 1, 2 and 4 q
@@ -691,14 +772,19 @@ static void config_and_program(void **state)
     /* the prefill program: the split-rope form whose rows' appends all
        notify one KV element per kv head, every attention task waiting for
        its head's (rows of one request see each other's keys and values),
+       a task a row and kv head for the norms + RoPE and for the attention,
        and caches of cache_requests requests' pages whatever B */
     o.prefill = 1;
     o.cache_requests = 5;
     text = evt_qwen3_program(&c, &o, &d);
-    assert_non_null(strstr(text, "call l1_qr = q_rope("));
-    assert_non_null(strstr(text, "event e1_KV[2]\n"));
+    assert_non_null(strstr(text, "call l1_qk = qk_rope_append(l1_qkv, l1_q_norm, l1_k_norm, pos, bt, l1_kc, l1_vc, l1_q, "));
+    assert_non_null(strstr(text, ") over (b, g) in [B, 2] {\n    wait e1_QKV["));
     assert_non_null(strstr(text, "    notify e1_KV[g]\n}\n"));
-    assert_non_null(strstr(text, "    wait e1_Q[b, h]\n    wait e1_KV[h / 2]\n"));
+    assert_non_null(strstr(text, "event e1_KV[2]\n"));
+    assert_non_null(strstr(text, "call l1_at = attn_split_group(l1_q, l1_kc, l1_vc, bt, pos, l1_part) over (b, g, s) in [B, 2, "));
+    assert_non_null(strstr(text, "    wait e1_KV[g]\n    notify e1_P[b, g * "));
+    assert_null(strstr(text, "q_rope("));
+    assert_null(strstr(text, "e1_Q["));
     assert_null(strstr(text, "e1_KV[b"));
     assert_non_null(strstr(text, "tensor l1_kc : bf16[5 * 4, 16, 2, 16] scratch"));
     assert_non_null(strstr(text, "tensor l1_vc : bf16[5 * 4, 16, 2, 16] scratch"));
@@ -1599,6 +1685,7 @@ int main(void)
         cmocka_unit_test(norm_and_rope),
         cmocka_unit_test(attention),
         cmocka_unit_test(fused_attention),
+        cmocka_unit_test(grouped_prefill_tiles),
         cmocka_unit_test(fused_attention_without_rope_row),
         cmocka_unit_test(attention_requests),
         cmocka_unit_test(rope_initializer),

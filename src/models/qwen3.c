@@ -58,7 +58,10 @@
  * append, so that each attention task waits for all rows' appends of its kv
  * head: the rows are then positions of prompts, several of them the same
  * request's (their block tables alike), each attending over the others'
- * keys and values. With `cache_requests` the caches hold that many requests'
+ * keys and values. Its tasks take a kv head's group of q heads: qk_rope_append
+ * over (b, g) (q_rope of the group's heads and k_rope_append of g) and
+ * attn_split_group over (b, g, s), which reads the group's cache rows once
+ * for all its heads; the merges as in the split-rope form. With `cache_requests` the caches hold that many requests'
  * pages whatever B is: the prefill's rows share their requests' pages.)
  * Linear calls have target_tasks tiles (131: one fewer than the 132 workers
  * of an H100/H200, so the static round robin leaves the worker that takes
@@ -293,7 +296,7 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     char Sx[96];
     if (op.attn_splits > 0) snprintf(Sx, sizeof Sx, "%lld", (long long)op.attn_splits);
     else snprintf(Sx, sizeof Sx, "min(%d, max(1, %lld / (B * %lld)))", EVT_QWEN3_AUTO_SPLITS_MAX, (long long)op.target_tasks,
-                  (long long)(op.split_rope ? nh : nkv));
+                  (long long)(op.split_rope && !op.prefill ? nh : nkv));
     /* merges only where a request's cache has more than one split: with one
        (S = 1, batches above target_tasks / (2 x kv heads)) attn_rope_split
        writes o itself and notifies AT_i, and the merge call has no tasks (a
@@ -466,8 +469,8 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     for (int64_t l = 0; l < L; l++) {
         if (SN && (!PN || l == 0)) P("event e%lld_H[%s]\n", (long long)l, EV);
         P("event e%lld_QKV[%lld]\n", (long long)l, (long long)(op.qkv_per_head ? nh + 2 * nkv : 1));
-        if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[%s%lld]\n", (long long)l, (long long)nh, (long long)l,
-                             op.prefill ? "" : "B, ", (long long)nkv);
+        if (op.prefill) P("event e%lld_KV[%lld]\n", (long long)l, (long long)nkv);
+        else if (op.split_rope) P("event e%lld_Q[B, %lld]\nevent e%lld_KV[B, %lld]\n", (long long)l, (long long)nh, (long long)l, (long long)nkv);
         if (!last) P("event e%lld_P[B, %s]\n", (long long)l, MGx);
         P("event e%lld_AT[1]\nevent e%lld_XA[%s]\nevent e%lld_A[1]\n", (long long)l, (long long)l, EV, (long long)l);
         if (SN && !PN) P("event e%lld_H2[%s]\n", (long long)l, EV);
@@ -510,15 +513,22 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         else /* the input norm inside every tile */
             P("call l%lld_qkvproj = rms_linear(x%lld, l%lld_wqkv, l%lld_qkv, %lld, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, PF, i, AW, qn);
-        if (op.split_rope) {
+        if (op.prefill) { /* a task a row and kv head for the q/k norm + RoPE and the append, then for the attention */
+            P("call l%lld_qk = qk_rope_append(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_q, %lld, %lld) "
+              "over (b, g) in [B, %lld] {\n    %s%s\n    notify e%lld_KV[g]\n}\n",
+              i, i, i, i, i, i, i, eps, theta, (long long)nkv, wq_grp, wv_g, i);
+            P("call l%lld_at = attn_split_group(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, g, s) in [B, %lld, %s] "
+              "policy dynamic {\n    wait e%lld_KV[g]\n    notify e%lld_P[b, g * %s / %lld]\n}\n",
+              i, i, i, i, i, (long long)nkv, Sx, i, i, MGx, (long long)nkv);
+        } else if (op.split_rope) {
             P("call l%lld_qr = q_rope(l%lld_qkv, l%lld_q_norm, pos, l%lld_q, %lld, %lld) over (b, h) in [B, %lld] {\n"
               "    %s\n    notify e%lld_Q[b, h]\n}\n", i, i, i, i, eps, theta, (long long)nh, wq_h, i);
             P("call l%lld_kr = k_rope_append(l%lld_qkv, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, %lld, %lld, %lld) over (b, g) in [B, %lld] {\n"
-              "    %s%s\n    notify e%lld_KV[%sg]\n}\n",
-              i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, wk_g, wv_g, i, op.prefill ? "" : "b, ");
+              "    %s%s\n    notify e%lld_KV[b, g]\n}\n",
+              i, i, i, i, i, (long long)nh, eps, theta, (long long)nkv, wk_g, wv_g, i);
             P("call l%lld_at = attn_split(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, h, s) in [B, %lld, %s] policy dynamic {\n"
-              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[%sh / %lld]\n    notify e%lld_P[b, h / %lld * %s / %lld]\n}\n",
-              i, i, i, i, i, (long long)nh, Sx, i, i, op.prefill ? "" : "b, ", (long long)G, i, (long long)G, MGx, (long long)nkv);
+              "    wait e%lld_Q[b, h]\n    wait e%lld_KV[b, h / %lld]\n    notify e%lld_P[b, h / %lld * %s / %lld]\n}\n",
+              i, i, i, i, i, (long long)nh, Sx, i, i, (long long)G, i, (long long)G, MGx, (long long)nkv);
         } else {
             P("call l%lld_at = attn_rope_split(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_part, l%lld_o, "
               "l%lld_pc, rope, %lld, %d) over (b, g, s) in [%s, %lld, %s] policy dynamic%s {\n    %s%s\n",

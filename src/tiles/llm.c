@@ -332,6 +332,28 @@ void evt_tile_k_rope_append(const evt_task_args *a)
     }
 }
 
+/* q_rope for the G q heads of kv head g, then k_rope_append for g (the
+   prefill's form: one task a row and kv head, the same values) */
+void evt_tile_qk_rope_append(const evt_task_args *a)
+{
+    const bf16 *qkv = a->t[0].ptr, *wq = a->t[1].ptr, *wk = a->t[2].ptr;
+    const int32_t *pos = a->t[3].ptr;
+    bf16 *kc = a->t[5].ptr, *vc = a->t[6].ptr, *q = a->t[7].ptr;
+    int64_t b = a->coord[0], g = a->coord[1], N = a->t[0].dim[1];
+    int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], G = nh / nkv;
+    float out[1024];
+    for (int64_t h = g * G; h < (g + 1) * G; h++) {
+        norm_rope_at(qkv + b * N + h * hd, wq, hd, pos[b], a->iarg[0], a->iarg[1], out);
+        for (int64_t i = 0; i < hd; i++) st(q, (b * nh + h) * hd + i, out[i]);
+    }
+    norm_rope_at(qkv + b * N + (nh + g) * hd, wk, hd, pos[b], a->iarg[0], a->iarg[1], out);
+    int64_t off = cache_off(a, 4, 5, b, pos[b], g);
+    for (int64_t i = 0; i < hd; i++) {
+        st(kc, off + i, out[i]);
+        vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
+    }
+}
+
 /* Split [lo, hi) of one (b, h) into dst = (max, sum, unnormalised output):
  * q (hd floats) against the cache of kv head g; position pnew (if in range)
  * uses knew / vnew instead of the cache. */
@@ -396,7 +418,24 @@ void evt_tile_attn_split(const evt_task_args *a)
     attend(a, 3, 1, 2, b, h / (nh / nkv), qf, lo, hi, -1, NULL, NULL, part + ((b * nh + h) * S + s) * (hd + 2));
 }
 
-/* attn_rope_split for request b (the task's kv head and split) */
+/* attn_split for the G q heads of kv head g (the prefill's form: the
+   group's keys and values read once a task on the GPU; the same values) */
+void evt_tile_attn_split_group(const evt_task_args *a)
+{
+    const bf16 *q = a->t[0].ptr;
+    const int32_t *pos = a->t[4].ptr;
+    float *part = a->t[5].ptr;
+    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2];
+    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], nkv = a->t[1].dim[2], S = a->t[5].dim[2], G = nh / nkv, lo, hi;
+    split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
+    float qf[1024];
+    for (int64_t h = g * G; h < (g + 1) * G; h++) {
+        for (int64_t i = 0; i < hd; i++) qf[i] = ld(q, (b * nh + h) * hd + i);
+        attend(a, 3, 1, 2, b, g, qf, lo, hi, -1, NULL, NULL, part + ((b * nh + h) * S + s) * (hd + 2));
+    }
+}
+
+
 static void attn_rope_one(const evt_task_args *a, int64_t b)
 {
     const bf16 *qkv = a->t[0].ptr, *wq = a->t[1].ptr, *wk = a->t[2].ptr;

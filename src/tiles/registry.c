@@ -88,6 +88,14 @@ static const evt_tile_decl builtins[] = {
     {"attn_split", "split s of decode attention for (b, h): max, sum, unnormalised output", 6,
      {IN("q", EVT_BF16, 3), IN("kc", EVT_BF16, 4), IN("vc", EVT_BF16, 4), IN("bt", EVT_I32, 2), IN("pos", EVT_I32, 1),
       OUT("part", EVT_F32, 4)}, evt_tile_attn_split, "tiles/llm.cuh", 128, 0, 0, 0, NULL, 0, 0},
+    {"qk_rope_append", "q_rope of the q heads of kv head g, then k_rope_append of g, for row b (the prefill's form)", 10,
+     {IN("qkv", EVT_BF16, 2), IN("wq", EVT_BF16, 1), IN("wk", EVT_BF16, 1), IN("pos", EVT_I32, 1), IN("bt", EVT_I32, 2),
+      {"kc", EVT_PARAM_INOUT, EVT_BF16, 4}, {"vc", EVT_PARAM_INOUT, EVT_BF16, 4}, OUT("q", EVT_BF16, 3), INT("eps_e12"),
+      INT("theta")},
+     evt_tile_qk_rope_append, "tiles/llm.cuh", 128, 0, 0, 0, NULL, 0, 0},
+    {"attn_split_group", "attn_split of the q heads of kv head g, split s, for row b: max, sum, unnormalised output", 6,
+     {IN("q", EVT_BF16, 3), IN("kc", EVT_BF16, 4), IN("vc", EVT_BF16, 4), IN("bt", EVT_I32, 2), IN("pos", EVT_I32, 1),
+      OUT("part", EVT_F32, 4)}, evt_tile_attn_split_group, "tiles/llm.cuh", 128, 0, 0, 0, NULL, 0, 0},
     {"attn_rope_split", "q_rope + k_rope_append + attn_split of the q heads of kv head g, split s, for the requests of run b "
      "(b, g, s): ceil(B / grid extent of b) of them (tiles/attn_requests.h; one when the extent is B); "
      "with one split, or (merge_last) as the last split of its merge group, also the group's merged output o; "

@@ -30,6 +30,8 @@ void evt_tile_ss_mlp_up(const evt_task_args *a);
 void evt_tile_q_rope(const evt_task_args *a);
 void evt_tile_k_rope_append(const evt_task_args *a);
 void evt_tile_attn_split(const evt_task_args *a);
+void evt_tile_qk_rope_append(const evt_task_args *a);
+void evt_tile_attn_split_group(const evt_task_args *a);
 void evt_tile_attn_rope_split(const evt_task_args *a);
 void evt_tile_attn_merge(const evt_task_args *a);
 void evt_tile_attn_merge_group(const evt_task_args *a);
