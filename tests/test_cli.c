@@ -64,11 +64,23 @@ static void run_check_ok(void **state)
     char gen_prefill[256];
     const char *gl = strstr(out, "\ngenerated[0]: ");
     snprintf(gen_prefill, sizeof gen_prefill, "%.*s", (int)strcspn(gl + 1, "\n"), gl + 1);
+    /* with --trace the prefill's last launch in FILE.prefill.json, the steps' in FILE, each a trace of its own program */
+    unlink("/tmp/evtc-test-pf-trace.json");
+    unlink("/tmp/evtc-test-pf-trace.prefill.json");
     assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --batch 3 --steps 3 --prompts /tmp/evtc-test-prompts.txt "
-                        "--check --prefill-chunk 2", out, sizeof out), 0);
+                        "--check --prefill-chunk 2 --trace /tmp/evtc-test-pf-trace.json", out, sizeof out), 0);
     if (!strstr(out, "decode: prefilled 5 prompt tokens in 3 launches of 2 rows: ") || !strstr(out, gen_prefill) ||
-        !strstr(out, "\ncheck: ok (6 launches (prefill and steps) bitwise equal"))
+        !strstr(out, "\ncheck: ok (6 launches (prefill and steps) bitwise equal") ||
+        !strstr(out, "decode: the prefill's last launch traced in /tmp/evtc-test-pf-trace.prefill.json\n"))
         fail_msg("expected %s\n%s", gen_prefill, out);
+    char *tr = h_read_file("/tmp/evtc-test-pf-trace.prefill.json");
+    if (!tr || !strstr(tr, "\"cat\": \"l0_qk\"")) fail_msg("not the prefill's trace: %.300s", tr ? tr : "(none)");
+    free(tr);
+    tr = h_read_file("/tmp/evtc-test-pf-trace.json");
+    if (!tr || strstr(tr, "\"cat\": \"l0_qk\"") || !strstr(tr, "\"cat\": \"l0_at\"")) fail_msg("not the steps' trace: %.300s", tr ? tr : "(none)");
+    free(tr);
+    unlink("/tmp/evtc-test-pf-trace.json");
+    unlink("/tmp/evtc-test-pf-trace.prefill.json");
     assert_int_equal(h_sh("build/evtc decode --model examples/qwen3-tiny.json --batch 3 --steps 3 --prompts /tmp/evtc-test-prompts.txt "
                         "--check --prompt-steps", out, sizeof out), 0);
     if (strstr(out, "prefilled") || !strstr(out, "\ncheck: ok (5 steps bitwise equal")) fail_msg("%s", out);

@@ -185,6 +185,17 @@ void evt_prefill_free(evt_prefill *pf)
     free(pf);
 }
 
+/* With a trace asked for (evt_run_opts.trace_path FILE), the prefill's
+   launches write theirs to FILE with ".prefill" before its extension
+   (t.json -> t.prefill.json; each launch overwrites it, the last one's
+   stays) and the steps to FILE itself. */
+static void prefill_trace_path(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash)) dot = path + strlen(path);
+    snprintf(out, n, "%.*s.prefill%s", (int)(dot - path), path, dot);
+}
+
 evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, evt_module *dm, evt_buffers *db, evt_buffers *dref,
                            evt_decode_result *r, evt_diag *d)
 {
@@ -198,6 +209,8 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, evt_module
     if (!st && dref) st = evt_buffers_new_sharing(pg, sym, o->build.seed, 0xfe, dg, db, &pref, d);
     if (!st) st = check_weights_shared(dg, db, pg, pb, d);
     const int64_t MP = st ? 0 : evt_buffers_dims(pb, evt_decode_tensor_id(pg, "bt"))[1];
+    char trace[4096] = "";
+    if (pf->run.trace_path) prefill_trace_path(pf->run.trace_path, trace, sizeof trace);
     const double t0 = evt_decode_now_s();
     for (int64_t k = 0; !st && k < pf->launches; k++) {
         fill_launch(pg, pb, pf->rows, pf->nrows, k, C, R, MP);
@@ -206,6 +219,7 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, evt_module
            every launch brings them back */
         evt_run_opts ro = pf->run;
         ro.resident = !o->host_copies;
+        if (ro.trace_path) ro.trace_path = trace;
         evt_run_stats rs = {0};
         if ((st = evt_module_run(pf->m, sym, pb, &ro, &rs, d))) break;
         r->prefill_launches++;
@@ -224,6 +238,7 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, evt_module
                         "launch %.3f ms with the weights' upload; the kernels %.3f ms in all)\n",
                 (long long)pf->nrows, pf->nrows > 1 ? "s" : "", (long long)pf->launches, pf->launches > 1 ? "es" : "", (long long)C,
                 C > 1 ? "s" : "", r->prefill_wall_ms, r->prefill_first_wall_ms, r->prefill_kernel_ms);
+    if (!st && !o->quiet && trace[0]) fprintf(stderr, "decode: the prefill's last launch traced in %s\n", trace);
     evt_buffers_free(pb);
     evt_buffers_free(pref);
     return st;
