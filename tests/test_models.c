@@ -210,7 +210,8 @@ static evt_task_args rope_split_args(uint16_t *qkv, int N, uint16_t *wq, uint16_
  * (b, g) (q, and the cache appended at pos[b]), and attn_split_group over
  * (b, g, s) == attn_split over (b, h, s), for 1, 2 and 4 q heads per kv head
  * and 1, 3 and 20 splits (more than the positions), two rows at different
- * positions of one request's pages. */
+ * positions of one request's pages; qk_rope_append also over a run of both
+ * rows in one task. */
 static void grouped_prefill_tiles(void **state)
 {
     (void)state;
@@ -225,7 +226,11 @@ static void grouped_prefill_tiles(void **state)
             int32_t bt[B * MP] = {2, 0, 3, 1, 2, 0, 3, 1}, pos[B] = {5, 10};
             for (int i = 0; i < B * N; i++) qkv[i] = bf(frand());
             for (int i = 0; i < HD; i++) { wq[i] = bf(1 + frand() / 4); wk[i] = bf(1 + frand() / 4); }
-            for (int i = 0; i < MP * PS * NKV * HD; i++) { kc[0][i] = kc[1][i] = bf(frand()); vc[0][i] = vc[1][i] = bf(frand()); }
+            static uint16_t q3[B * 8 * HD], kc3[MP * PS * NKV * HD], vc3[MP * PS * NKV * HD];
+            for (int i = 0; i < MP * PS * NKV * HD; i++) {
+                kc[0][i] = kc[1][i] = kc3[i] = bf(frand());
+                vc[0][i] = vc[1][i] = vc3[i] = bf(frand());
+            }
             memset(q, 0xff, sizeof q);
             memset(part, 0xff, sizeof part);
             /* per head */
@@ -271,6 +276,18 @@ static void grouped_prefill_tiles(void **state)
             gq.iarg[0] = gq.iarg[1] = 1000000;
             for (int b = 0; b < B; b++)
                 for (int g = 0; g < NKV; g++) { gq.coord[0] = b; gq.coord[1] = g; evt_tile_qk_rope_append(&gq); }
+            /* a run of both rows in one task (the grid's first extent 1: attn_requests.h), the same values */
+            memset(q3, 0xff, sizeof q3);
+            evt_task_args run = gq;
+            run.t[5] = ref(kc3, 4, MP, PS, NKV, HD);
+            run.t[6] = ref(vc3, 4, MP, PS, NKV, HD);
+            run.t[7] = ref(q3, 3, B, NH, HD, 1);
+            run.grid[0] = 1;
+            run.grid[1] = NKV;
+            run.coord[0] = 0;
+            for (int g = 0; g < NKV; g++) { run.coord[1] = g; evt_tile_qk_rope_append(&run); }
+            if (memcmp(q3, q[1], (size_t)B * NH * HD * sizeof(uint16_t)) || memcmp(kc3, kc[1], sizeof kc3) || memcmp(vc3, vc[1], sizeof vc3))
+                fail_msg("G=%d: qk_rope_append over a run of rows differs from a task a row", G);
             a.t[0] = ref(q[1], 3, B, NH, HD, 1);
             a.t[1] = ref(kc[1], 4, MP, PS, NKV, HD);
             a.t[2] = ref(vc[1], 4, MP, PS, NKV, HD);
@@ -772,13 +789,14 @@ static void config_and_program(void **state)
     /* the prefill program: the split-rope form whose rows' appends all
        notify one KV element per kv head, every attention task waiting for
        its head's (rows of one request see each other's keys and values),
-       a task a row and kv head for the norms + RoPE and for the attention,
+       a task a run of rows and kv head for the norms + RoPE (about
+       target_tasks of them) and a task a row and kv head for the attention,
        and caches of cache_requests requests' pages whatever B */
     o.prefill = 1;
     o.cache_requests = 5;
     text = evt_qwen3_program(&c, &o, &d);
     assert_non_null(strstr(text, "call l1_qk = qk_rope_append(l1_qkv, l1_q_norm, l1_k_norm, pos, bt, l1_kc, l1_vc, l1_q, "));
-    assert_non_null(strstr(text, ") over (b, g) in [B, 2] {\n    wait e1_QKV["));
+    assert_non_null(strstr(text, ") over (b, g) in [(B + max(1, (B * 2 + 130) / 131) - 1) / max(1, (B * 2 + 130) / 131), 2] {\n    wait e1_QKV["));
     assert_non_null(strstr(text, "    notify e1_KV[g]\n}\n"));
     assert_non_null(strstr(text, "event e1_KV[2]\n"));
     assert_non_null(strstr(text, "call l1_at = attn_split_group(l1_q, l1_kc, l1_vc, bt, pos, l1_part) over (b, g, s) in [B, 2, "));

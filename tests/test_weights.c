@@ -535,9 +535,11 @@ static void prompt_generation(void **state)
     int32_t gen[20 * S];
     /* runs: batch 3 and 20, the prompts through the prefill program (in one
        launch, or in launches of at most 4 / 8 rows, the last padded at batch
-       20: 50 rows in 7 launches of 8) or fed to the decode steps a token at
-       a time (prompt_steps, the ablation) */
-    static const struct { int64_t B, chunk; int steps; } run[] = {{3, 0, 0}, {20, 0, 0}, {3, 4, 0}, {20, 8, 0}, {3, 0, 1}, {20, 0, 1}};
+       20: 50 rows in 7 launches of 8; with runs of 3 rows a qk_rope_append
+       task and 3 requests an attention task of the steps) or fed to the
+       decode steps a token at a time (prompt_steps, the ablation) */
+    static const struct { int64_t B, chunk; int steps, rows; } run[] = {{3, 0, 0, 0}, {20, 0, 0, 0}, {3, 4, 0, 0}, {20, 8, 0, 0},
+                                                                        {20, 0, 0, 3}, {3, 0, 1, 0}, {20, 0, 1, 0}};
     for (int k = 0; k < (int)(sizeof run / sizeof run[0]); k++) {
         const int64_t B = run[k].B;
         /* the runs at batch 20 name the checkpoint's directory as the model: its config.json and its weights */
@@ -546,6 +548,7 @@ static void prompt_generation(void **state)
                              .prefill_chunk = run[k].chunk, .prompt_steps = run[k].steps};
         o.run.workers = 4;
         o.run.sched = B > 3 ? EVT_SCHED_DYNAMIC : EVT_SCHED_STATIC;
+        o.build.attn_rows = run[k].rows;
         memset(gen, 0xff, sizeof gen);
         evt_decode_result r;
         evt_diag d;

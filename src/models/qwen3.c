@@ -59,7 +59,9 @@
  * head: the rows are then positions of prompts, several of them the same
  * request's (their block tables alike), each attending over the others'
  * keys and values. Its tasks take a kv head's group of q heads: qk_rope_append
- * over (b, g) (q_rope of the group's heads and k_rope_append of g) and
+ * over (b, g) (q_rope of the group's heads and k_rope_append of g, for a run
+ * of rows as attn_rope_split's runs of requests: attn_rows, or about
+ * target_tasks tasks) and
  * attn_split_group over (b, g, s), which reads the group's cache rows once
  * for all its heads; the merges as in the split-rope form. With `cache_requests` the caches hold that many requests'
  * pages whatever B is: the prefill's rows share their requests' pages.)
@@ -513,10 +515,11 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
         else /* the input norm inside every tile */
             P("call l%lld_qkvproj = rms_linear(x%lld, l%lld_wqkv, l%lld_qkv, %lld, %lld) over (nb) in [%lld]%s {\n"
               "    wait e%lld_X%s\n    %s\n}\n", i, i, i, i, (long long)T_qkv, eps, (long long)T_qkv, PF, i, AW, qn);
-        if (op.prefill) { /* a task a row and kv head for the q/k norm + RoPE and the append, then for the attention */
+        if (op.prefill) { /* a task a run of rows (as the attention's runs of requests) and kv head for the q/k norm +
+                             RoPE and the append, then a task a row, kv head and split for the attention */
             P("call l%lld_qk = qk_rope_append(l%lld_qkv, l%lld_q_norm, l%lld_k_norm, pos, bt, l%lld_kc, l%lld_vc, l%lld_q, %lld, %lld) "
-              "over (b, g) in [B, %lld] {\n    %s%s\n    notify e%lld_KV[g]\n}\n",
-              i, i, i, i, i, i, i, eps, theta, (long long)nkv, wq_grp, wv_g, i);
+              "over (b, g) in [(B + %s - 1) / %s, %lld] {\n    %s%s\n    notify e%lld_KV[g]\n}\n",
+              i, i, i, i, i, i, i, eps, theta, Rx, Rx, (long long)nkv, wq_grp, wv_g, i);
             P("call l%lld_at = attn_split_group(l%lld_q, l%lld_kc, l%lld_vc, bt, pos, l%lld_part) over (b, g, s) in [B, %lld, %s] "
               "policy dynamic {\n    wait e%lld_KV[g]\n    notify e%lld_P[b, g * %s / %lld]\n}\n",
               i, i, i, i, i, (long long)nkv, Sx, i, i, MGx, (long long)nkv);

@@ -332,25 +332,29 @@ void evt_tile_k_rope_append(const evt_task_args *a)
     }
 }
 
-/* q_rope for the G q heads of kv head g, then k_rope_append for g (the
-   prefill's form: one task a row and kv head, the same values) */
+/* q_rope for the G q heads of kv head g, then k_rope_append for g, for each
+   row of the task's run (the prefill's form: one task a run of rows and kv
+   head, the same values; tiles/attn_requests.h) */
 void evt_tile_qk_rope_append(const evt_task_args *a)
 {
     const bf16 *qkv = a->t[0].ptr, *wq = a->t[1].ptr, *wk = a->t[2].ptr;
     const int32_t *pos = a->t[3].ptr;
     bf16 *kc = a->t[5].ptr, *vc = a->t[6].ptr, *q = a->t[7].ptr;
-    int64_t b = a->coord[0], g = a->coord[1], N = a->t[0].dim[1];
+    int64_t g = a->coord[1], N = a->t[0].dim[1], b0, b1;
     int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], nh = a->t[7].dim[1], G = nh / nkv;
+    evt_tile_attn_requests(a, &b0, &b1);
     float out[1024];
-    for (int64_t h = g * G; h < (g + 1) * G; h++) {
-        norm_rope_at(qkv + b * N + h * hd, wq, hd, pos[b], a->iarg[0], a->iarg[1], out);
-        for (int64_t i = 0; i < hd; i++) st(q, (b * nh + h) * hd + i, out[i]);
-    }
-    norm_rope_at(qkv + b * N + (nh + g) * hd, wk, hd, pos[b], a->iarg[0], a->iarg[1], out);
-    int64_t off = cache_off(a, 4, 5, b, pos[b], g);
-    for (int64_t i = 0; i < hd; i++) {
-        st(kc, off + i, out[i]);
-        vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
+    for (int64_t b = b0; b < b1; b++) {
+        for (int64_t h = g * G; h < (g + 1) * G; h++) {
+            norm_rope_at(qkv + b * N + h * hd, wq, hd, pos[b], a->iarg[0], a->iarg[1], out);
+            for (int64_t i = 0; i < hd; i++) st(q, (b * nh + h) * hd + i, out[i]);
+        }
+        norm_rope_at(qkv + b * N + (nh + g) * hd, wk, hd, pos[b], a->iarg[0], a->iarg[1], out);
+        int64_t off = cache_off(a, 4, 5, b, pos[b], g);
+        for (int64_t i = 0; i < hd; i++) {
+            st(kc, off + i, out[i]);
+            vc[off + i] = qkv[b * N + (nh + nkv + g) * hd + i];
+        }
     }
 }
 

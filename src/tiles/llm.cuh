@@ -583,42 +583,60 @@ __device__ __noinline__ void k_rope_append_cuda(const evt_task_args *a)
 }
 
 /* qk_rope_append (the prefill's form): q_rope for the G q heads of kv head
-   g and k_rope_append for g in one task. The angles of position pos[b] are
-   computed once for all G + 1 vectors (in double, as evt_llm_norm_rope);
-   each warp takes the sums of squares of every nw-th vector. */
+   g and k_rope_append for g, for each row of the task's run
+   (attn_requests.h), in one task. Rows go through in groups of at most
+   EVT_LLM_QK_PAIRS / (G + 1): each warp takes the sums of squares of every
+   nw-th (row, vector) pair, then each thread the rotation of one (row,
+   element) pair for all G + 1 vectors, its angles (position pos[row], in
+   double as evt_llm_norm_rope) computed once for them. */
+#define EVT_LLM_QK_PAIRS 512
+#include "attn_requests.h"
 __device__ __noinline__ void qk_rope_append_cuda(const evt_task_args *a)
 {
     const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
     const int32_t *pos = (const int32_t *)a->t[3].ptr, *bt = (const int32_t *)a->t[4].ptr;
     evt_bf16 *kc = (evt_bf16 *)a->t[5].ptr, *vc = (evt_bf16 *)a->t[6].ptr, *q = (evt_bf16 *)a->t[7].ptr;
-    const int64_t b = a->coord[0], g = a->coord[1], N = a->t[0].dim[1];
+    const int64_t g = a->coord[1], N = a->t[0].dim[1];
     const int64_t nkv = a->t[5].dim[2], hd = a->t[5].dim[3], PS = a->t[5].dim[1], MP = a->t[4].dim[1];
-    const int64_t nh = a->t[7].dim[1], G = nh / nkv, V = G + 1, half = hd / 2, p = pos[b];
-    const int64_t off = (((int64_t)bt[b * MP + p / PS] * PS + p % PS) * nkv + g) * hd;
-    float *scale = evt_llm_smem + 64; /* V <= nh + 1 floats (the builder keeps G <= 64) */
+    const int64_t nh = a->t[7].dim[1], G = nh / nkv, V = G + 1, half = hd / 2;
+    int64_t b0, b1;
+    evt_tile_attn_requests(a, &b0, &b1);
+    float *scale = evt_llm_smem + 64; /* EVT_LLM_QK_PAIRS floats */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = evt_tile_threads() >> 5;
-    for (int64_t v = warp; v < V; v += nw) {
-        const evt_bf16 *in = qkv + b * N + (v < G ? g * G + v : nh + g) * hd;
-        float ss = 0;
-        for (int64_t i = lane; i < hd; i += 32) { float x = evt_llm_ld(in, i); ss += x * x; }
-        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-        if (lane == 0) scale[v] = 1.0f / sqrtf(ss / (float)hd + (float)a->iarg[0] * 1e-12f);
-    }
-    evt_tile_sync();
-    for (int64_t i = threadIdx.x; i < half; i += evt_tile_threads()) {
-        const double inv = pow((double)a->iarg[1], -2.0 * (double)i / (double)hd), ang = (double)p * inv;
-        const float c = (float)cos(ang), sn = (float)sin(ang);
-        for (int64_t v = 0; v < V; v++) {
-            const evt_bf16 *in = qkv + b * N + (v < G ? g * G + v : nh + g) * hd, *w = v < G ? wq : wk;
-            evt_bf16 *out = v < G ? q + (b * nh + g * G + v) * hd : kc + off;
-            const float x0 = evt_llm_ld(in, i) * scale[v] * __bfloat162float(__ldg(w + i));
-            const float x1 = evt_llm_ld(in, i + half) * scale[v] * __bfloat162float(__ldg(w + i + half));
-            evt_llm_st(out, i, x0 * c - x1 * sn);
-            evt_llm_st(out, i + half, x1 * c + x0 * sn);
+    const int64_t per = V < EVT_LLM_QK_PAIRS ? EVT_LLM_QK_PAIRS / V : 1; /* rows a group */
+    for (int64_t r0 = b0; r0 < b1; r0 += per) {
+        const int64_t rows = b1 - r0 < per ? b1 - r0 : per;
+        for (int64_t e = warp; e < rows * V; e += nw) {
+            const int64_t b = r0 + e / V, v = e % V;
+            const evt_bf16 *in = qkv + b * N + (v < G ? g * G + v : nh + g) * hd;
+            float ss = 0;
+            for (int64_t i = lane; i < hd; i += 32) { float x = evt_llm_ld(in, i); ss += x * x; }
+            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            if (lane == 0) scale[e] = 1.0f / sqrtf(ss / (float)hd + (float)a->iarg[0] * 1e-12f);
         }
+        evt_tile_sync();
+        for (int64_t e = threadIdx.x; e < rows * half; e += evt_tile_threads()) {
+            const int64_t b = r0 + e / half, i = e % half, p = pos[b];
+            const int64_t off = (((int64_t)bt[b * MP + p / PS] * PS + p % PS) * nkv + g) * hd;
+            const double inv = pow((double)a->iarg[1], -2.0 * (double)i / (double)hd), ang = (double)p * inv;
+            const float c = (float)cos(ang), sn = (float)sin(ang);
+            for (int64_t v = 0; v < V; v++) {
+                const evt_bf16 *in = qkv + b * N + (v < G ? g * G + v : nh + g) * hd, *w = v < G ? wq : wk;
+                evt_bf16 *out = v < G ? q + (b * nh + g * G + v) * hd : kc + off;
+                const float sc = scale[(b - r0) * V + v];
+                const float x0 = evt_llm_ld(in, i) * sc * __bfloat162float(__ldg(w + i));
+                const float x1 = evt_llm_ld(in, i + half) * sc * __bfloat162float(__ldg(w + i + half));
+                evt_llm_st(out, i, x0 * c - x1 * sn);
+                evt_llm_st(out, i + half, x1 * c + x0 * sn);
+            }
+        }
+        for (int64_t e = threadIdx.x; e < rows * hd; e += evt_tile_threads()) { /* the rows' v */
+            const int64_t b = r0 + e / hd, k = e % hd, p = pos[b];
+            const int64_t off = (((int64_t)bt[b * MP + p / PS] * PS + p % PS) * nkv + g) * hd;
+            vc[off + k] = qkv[b * N + (nh + nkv + g) * hd + k];
+        }
+        evt_tile_sync(); /* scale is reused by the next group */
     }
-    const evt_bf16 *vs = qkv + b * N + (nh + nkv + g) * hd;
-    for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) vc[off + i] = vs[i];
 }
 
 /* attention: attn_split, attn_rope_split, attn_merge, attn_merge_group */
