@@ -114,8 +114,9 @@ typedef struct evt_qwen3_opts {
                               notifies one event per kv head, and every attention task waits for all of
                               them, so rows that are positions of the same request (the same block
                               table row contents) see each other's keys and values (evt_decode's prompts);
-                              its tasks take a kv head's group of q heads (qk_rope_append over (b, g),
-                              attn_split_group over (b, g, s)) */
+                              its tasks take a kv head's group of q heads (qk_rope_append over runs of
+                              rows as the attention's runs of requests and g, attn_split_group over
+                              (b, g, s)) */
     int64_t cache_requests; /* > 0: the KV caches hold this many requests' pages (max_ctx / page_size each)
                               whatever B is; 0 (default): B requests' */
     int fuse_norm;         /* the input and post-attention RMSNorms inside the QKV and gate/up GEMV tiles
