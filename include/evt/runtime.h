@@ -105,7 +105,10 @@ int evt_buffers_compare_tensor(const evt_graph *g, evt_buffers *a, evt_buffers *
  * and comes back with dst's next launch that is not resident. Otherwise
  * (CPU, or src holds no current copy on the device): the host copies.
  * evtc decode hands its prefill's KV caches to the decode steps with it.
- * EVT_ERR_SHAPE: no such tensors, another dtype, or too few bytes. */
+ * EVT_ERR_SHAPE: no such tensors, another dtype, too few bytes, or a dst
+ * weight read from another module (evt_module_share_weights);
+ * EVT_ERR_RUNTIME: src's copy is newer on a GPU that dst does not run on.
+ * Nothing is copied on an error. */
 evt_status evt_module_copy_tensor(evt_module *dst, evt_buffers *dst_bufs, int dst_id, evt_module *src, evt_buffers *src_bufs,
                                   int src_id, evt_diag *d);
 

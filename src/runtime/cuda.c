@@ -729,6 +729,10 @@ evt_status evt_module_copy_tensor(evt_module *dst, evt_buffers *dst_bufs, int ds
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
                               "copy tensor: %s (%zu bytes) cannot take the first bytes of %s (%zu bytes): %s", dt->name, n,
                               stn->name, m, dt->dtype != stn->dtype ? "another dtype" : "too few");
+    /* a weight dst reads from another module's device copy would not see it */
+    if (dst->backend == EVT_BACKEND_CUDA && dt->role == EVT_WEIGHT && lent_weight(dst, dst_id, n))
+        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
+                              "copy tensor: %s is read from another module's device copy (evt_module_share_weights)", dt->name);
     /* where src's device copy is as new as its host copy or newer, and both
        modules run on the GPU: device to device, dst's host copy then older */
     cuda_rt *srt = src->backend == EVT_BACKEND_CUDA ? src->rt : NULL;
