@@ -209,7 +209,8 @@ __device__ __forceinline__ float evt_tma_ss_stage(uint32_t xs, uint32_t xp, int 
 static __shared__ float evt_tma_ss[128 * EVT_TMA_X_BOXES]; /* NORM: the two halves of each row's sum (per warpgroup) */
 
 /* -DEVT_TMA_PROF (diagnostic; tilebench prints the medians): clock64 stamps
-   of evt_tma_gemv's ring (the batch-17-64 form) into
+   of the ring of evt_tma_gemv (the batch-17-64 form) and evt_tma_gemv_wide
+   (batch 65-128, both warpgroups: warp 0 is warpgroup 0's first) into
    evt_tma_prof[block * EVT_TMA_PROF_SLOTS + k] when the pointer is set: k = 0
    the task's entry; for each of the first EVT_TMA_PROF_STAGES stages j,
    1 + 3j the producer has issued its boxes, 2 + 3j warp 0's wait for them
@@ -498,6 +499,7 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
 {
     constexpr int NW = evt_llm_nw<MODE>();
     constexpr uint32_t WREG = NT * 128u, XREG = 2u * 8192u; /* reserved per chunk: a matrix's rows, x's two boxes */
+    if (threadIdx.x == 0) EVT_TMA_STAMP(0);
     const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
     int di = EVT_TMA_DEPTHS - 1; /* chunks per stage, as above */
     while (di > 0 && (KS % (1 << di) || io.ring_bytes < 2u * (1u << di) * (XREG + NW * WREG))) di--;
@@ -546,6 +548,7 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
         for (int j = 0; j < S; j++) {
             if (early) evt_tma_arrive_expect(full0 + 8 * j, xbytes);
             xs(j);
+            if (j < EVT_TMA_PROF_STAGES) EVT_TMA_STAMP(1 + 3 * j);
         }
     } else if (early && evt_tile_wait(a)) {
         return;
@@ -568,6 +571,7 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
     }
     for (int j = 0; j < J; j++) {
         evt_tma_wait(full0 + 8 * s, par >> s & 1u);
+        if (threadIdx.x == 0 && j < EVT_TMA_PROF_STAGES) EVT_TMA_STAMP(2 + 3 * j);
         const uint32_t xs0 = ring0 + (uint32_t)s * SLOT + (uint32_t)(wg * U) * 8192u, ws = ring0 + (uint32_t)s * SLOT + (uint32_t)U * XREG;
         const uint32_t xp = (uint32_t)xr * 128u, wp = (uint32_t)evt_tma_pass_rows8(R, p, NT) * 128u;
         if (xr && !(EVT_TMA_WIDE_ABLATE == 1 && wg)) { /* (warpgroup 1 at batch <= 64 only releases) */
@@ -586,11 +590,13 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
         }
         __syncwarp();
         if (lane == 0) evt_tma_arrive(empty0 + 8 * s);
+        if (threadIdx.x == 0 && j < EVT_TMA_PROF_STAGES) EVT_TMA_STAMP(3 + 3 * j);
         if (warp == EVT_TMA_PRODUCER_WARP) { /* refill the slot with stage j + S once both warpgroups released it */
             if (lane == 0 && j + S < J) {
                 evt_tma_wait(empty0 + 8 * s, ((phase >> s) ^ (uint32_t)(j / S)) & 1u);
                 weights(j + S, true);
                 xs(j + S);
+                if (j + S < EVT_TMA_PROF_STAGES) EVT_TMA_STAMP(1 + 3 * (j + S));
             }
             __syncwarp();
         }
@@ -634,6 +640,7 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
         uint32_t flip = 0;
         for (int u = 0; u < S; u++) flip |= (uint32_t)(((J - 1 - u) / S + 1) & 1) << u;
         evt_tma_phase = phase ^ flip;
+        EVT_TMA_STAMP(EVT_TMA_PROF_SLOTS - 1);
     }
 }
 #endif
