@@ -16,7 +16,7 @@
  *   ring     the MPMC ready queue (header + slots, seq[i] = i at allocation);
  *            persistent across launches (positions only grow).
  *   ctrl     abort flag + error record (zero unless a launch failed).
- *   tensors  one allocation per tensor, grown on demand.
+ *   tensors  one allocation per tensor, grown on demand (cuda_tensors.c).
  *   ctx      the evt_ctx the kernel reads (re-uploaded only when it changes).
  *   tmaps    the TMA tensor maps of the tensors (tmaps.c), re-encoded for a
  *            tensor whose address or shape changed, uploaded when changed.
@@ -36,6 +36,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/tmaps.h"
 #include "runtime/cuda_smem.h"
+#include "runtime/cuda_rt.h"
 
 static int64_t g_captures; /* CUDA graphs captured (the graph baseline) */
 
@@ -144,34 +145,6 @@ static void cuda_unload(evt_module *m, evt_variant *v)
 
 /* ---- runtime state ---------------------------------------------------- */
 
-typedef struct dev_buf { CUdeviceptr p; size_t cap; } dev_buf;
-
-typedef struct ctrl_block { int32_t abort_flag; int32_t pad; evt_error err; } ctrl_block;
-
-typedef struct cuda_rt {
-    dev_buf state;         /* int32 words */
-    dev_buf ring_hdr, ring_slots;
-    int64_t ring_cap;
-    dev_buf ctrl;
-    dev_buf ctx;
-    evt_ctx last_ctx;      /* what ctx holds on the device */
-    int ctx_valid;
-    dev_buf tref;          /* evt_tensor_ref[ntensors] */
-    evt_tensor_ref *last_tref;
-    int ntref;
-    dev_buf *tens;
-    uint64_t *tens_src;    /* uid of the buffers whose tensor the device copy holds (uploaded from them,
-                              or written by a launch with them) */
-    uint64_t *tens_dev;    /* uid of the buffers whose host copy is older than the device's (a resident
-                              launch left it there: evt_run_opts.resident) */
-    int ntens;
-    dev_buf trace, trace_worker;
-    dev_buf tmaps;         /* EVT_TMA_BOXES maps per tensor (tmaps.c) */
-    evt_tmap_table tmt;    /* the same on the host, and what they were encoded for */
-    int broken;            /* a sticky CUDA error or unresponsive device */
-    char broken_why[256];
-} cuda_rt;
-
 typedef struct cuda_bound {
     CUdeviceptr blob;
     evt_ctx tmpl;          /* bound fields with device pointers */
@@ -181,31 +154,6 @@ typedef struct cuda_bound {
     CUdeviceptr graph_ctx; /* the ctx pointer baked into them */
     CUfunction graph_fn;
 } cuda_bound;
-
-static void buf_free(dev_buf *b)
-{
-    if (b->p) evt_cuda_g.cu.MemFree(b->p);
-    b->p = 0;
-    b->cap = 0;
-}
-
-/* Grows b to at least n bytes (contents lost). Returns 1 if reallocated. */
-static evt_status buf_ensure(dev_buf *b, size_t n, int *grown, evt_diag *d)
-{
-    if (grown) *grown = 0;
-    if (n == 0) n = 16;
-    if (b->cap >= n) return EVT_OK;
-    buf_free(b);
-    size_t cap = n < 256 ? 256 : n + n / 4;
-    CUresult r = evt_cuda_g.cu.MemAlloc(&b->p, cap);
-    if (r) {
-        b->p = 0;
-        return evt_diag_error(d, EVT_ERR_NOMEM, (evt_loc){0, 0}, "cuMemAlloc(%zu bytes): %s", cap, evt_cu_name(r));
-    }
-    b->cap = cap;
-    if (grown) *grown = 1;
-    return EVT_OK;
-}
 
 static evt_status ring_reset(cuda_rt *rt, evt_diag *d)
 {
@@ -234,26 +182,6 @@ static evt_status reset_after_abort(cuda_rt *rt, const evt_graph *g, evt_diag *d
     return ring_reset(rt, d);
 }
 
-/* The per-tensor arrays of rt for n tensors (new entries hold nothing). */
-static evt_status ensure_tens(cuda_rt *rt, int n)
-{
-    if (rt->ntens >= n) return EVT_OK;
-    dev_buf *t = realloc(rt->tens, n * sizeof *t);
-    if (!t) return EVT_ERR_NOMEM;
-    memset(t + rt->ntens, 0, (n - rt->ntens) * sizeof *t);
-    rt->tens = t;
-    uint64_t *src = realloc(rt->tens_src, n * sizeof *src);
-    if (!src) return EVT_ERR_NOMEM;
-    memset(src + rt->ntens, 0, (n - rt->ntens) * sizeof *src);
-    rt->tens_src = src;
-    uint64_t *dev = realloc(rt->tens_dev, n * sizeof *dev);
-    if (!dev) return EVT_ERR_NOMEM;
-    memset(dev + rt->ntens, 0, (n - rt->ntens) * sizeof *dev);
-    rt->tens_dev = dev;
-    rt->ntens = n;
-    return EVT_OK;
-}
-
 static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *b, evt_diag *d)
 {
     if (!m->rt) m->rt = calloc(1, sizeof(cuda_rt));
@@ -261,24 +189,24 @@ static evt_status ensure_rt(evt_module *m, const evt_graph *g, const evt_bound *
     if (!rt) return EVT_ERR_NOMEM;
     if (rt->broken) return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "GPU unusable after an earlier failure: %s", rt->broken_why);
     int grown;
-    evt_status st = buf_ensure(&rt->state, (size_t)(b->state_len + 1) * sizeof(int32_t), &grown, d);
+    evt_status st = evt_cuda_buf_ensure(&rt->state, (size_t)(b->state_len + 1) * sizeof(int32_t), &grown, d);
     if (st) return st;
     if (grown) CK(evt_cuda_g.cu.MemsetD8(rt->state.p, 0, rt->state.cap)); /* the only zeroing, at allocation */
     int64_t cap = evt_ring_capacity(b);
     if (rt->ring_cap < cap) {
-        if ((st = buf_ensure(&rt->ring_hdr, sizeof(evt_ring), NULL, d))) return st;
-        if ((st = buf_ensure(&rt->ring_slots, cap * sizeof(evt_ring_slot), NULL, d))) return st;
+        if ((st = evt_cuda_buf_ensure(&rt->ring_hdr, sizeof(evt_ring), NULL, d))) return st;
+        if ((st = evt_cuda_buf_ensure(&rt->ring_slots, cap * sizeof(evt_ring_slot), NULL, d))) return st;
         rt->ring_cap = cap;
         if ((st = ring_reset(rt, d))) return st;
     }
     if (!rt->ctrl.p) {
-        if ((st = buf_ensure(&rt->ctrl, sizeof(ctrl_block), NULL, d))) return st;
+        if ((st = evt_cuda_buf_ensure(&rt->ctrl, sizeof(ctrl_block), NULL, d))) return st;
         CK(evt_cuda_g.cu.MemsetD8(rt->ctrl.p, 0, rt->ctrl.cap));
     }
-    if ((st = buf_ensure(&rt->ctx, sizeof(evt_ctx), &grown, d))) return st;
+    if ((st = evt_cuda_buf_ensure(&rt->ctx, sizeof(evt_ctx), &grown, d))) return st;
     if (grown) rt->ctx_valid = 0;
-    if ((st = ensure_tens(rt, g->ntensors))) return st;
-    if ((st = buf_ensure(&rt->tref, (g->ntensors + 1) * sizeof(evt_tensor_ref), &grown, d))) return st;
+    if ((st = evt_cuda_ensure_tens(rt, g->ntensors))) return st;
+    if ((st = evt_cuda_buf_ensure(&rt->tref, (g->ntensors + 1) * sizeof(evt_tensor_ref), &grown, d))) return st;
     if (grown) { free(rt->last_tref); rt->last_tref = NULL; rt->ntref = 0; }
     return EVT_OK;
 }
@@ -389,7 +317,7 @@ static evt_status bind_tmaps(cuda_rt *rt, evt_tensor_ref *tr, int n, int want, C
     if (!any) return EVT_OK;
     const size_t bytes = (size_t)n * EVT_TMA_BOXES * EVT_TMA_MAP_BYTES;
     int grown = 0;
-    evt_status st = buf_ensure(&rt->tmaps, bytes, &grown, d);
+    evt_status st = evt_cuda_buf_ensure(&rt->tmaps, bytes, &grown, d);
     if (st) return st;
     if (changed || grown) {
         CUresult r = evt_cuda_g.cu.MemcpyHtoD(rt->tmaps.p, rt->tmt.host, bytes);
@@ -397,18 +325,6 @@ static evt_status bind_tmaps(cuda_rt *rt, evt_tensor_ref *tr, int n, int want, C
     }
     *table = rt->tmaps.p;
     return EVT_OK;
-}
-
-/* The device copy of tensor i (a weight, bytes long) that the module m reads
-   from (evt_module_share_weights: the same name and dtype, resolved then),
-   or 0: that module holds none uploaded by one of its launches, of at least
-   as many bytes. */
-static CUdeviceptr lent_weight(const evt_module *m, int i, size_t bytes)
-{
-    const int j = m->weights_from_ids ? m->weights_from_ids[i] : -1;
-    const cuda_rt *frt = j >= 0 ? m->weights_from->rt : NULL;
-    if (!frt || j >= frt->ntens) return 0;
-    return frt->tens_src[j] && frt->tens[j].cap >= bytes ? frt->tens[j].p : 0;
 }
 
 /* Everything up to (not including) the launch: runtime buffers, bound data,
@@ -439,9 +355,9 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     for (int i = 0; i < g->ntensors; i++) {
         size_t bytes = 0;
         void *host = evt_buffers_data(bufs, i, &bytes);
-        const CUdeviceptr lent = lent_weight(m, i, bytes);
+        const CUdeviceptr lent = evt_cuda_lent_weight(m, i, bytes);
         int grown = 0;
-        if (!lent && (st = buf_ensure(&rt->tens[i], bytes, &grown, d))) { free(tr); return st; }
+        if (!lent && (st = evt_cuda_buf_ensure(&rt->tens[i], bytes, &grown, d))) { free(tr); return st; }
         if (grown) rt->tens_src[i] = rt->tens_dev[i] = 0; /* a new allocation holds nothing */
         /* what the device already holds for these buffers stays: a weight
            with keep_weights, every tensor but the inputs with resident, and
@@ -521,8 +437,8 @@ static evt_status prepare(evt_module *m, evt_variant *v, evt_bind_entry *be, evt
     C.trace_worker = NULL;
     C.tile_fns = NULL;
     if (o->trace_path) {
-        if ((st = buf_ensure(&rt->trace, (nt + 1) * EVT_TRACE_STAMPS * sizeof(uint64_t), NULL, d))) return st;
-        if ((st = buf_ensure(&rt->trace_worker, (nt + 1) * sizeof(int32_t), NULL, d))) return st;
+        if ((st = evt_cuda_buf_ensure(&rt->trace, (nt + 1) * EVT_TRACE_STAMPS * sizeof(uint64_t), NULL, d))) return st;
+        if ((st = evt_cuda_buf_ensure(&rt->trace_worker, (nt + 1) * sizeof(int32_t), NULL, d))) return st;
         CK(evt_cuda_g.cu.MemsetD8(rt->trace.p, 0, (nt + 1) * EVT_TRACE_STAMPS * sizeof(uint64_t)));
         CK(evt_cuda_g.cu.MemsetD8(rt->trace_worker.p, 0, (nt + 1) * sizeof(int32_t)));
         C.trace = (uint64_t *)(uintptr_t)rt->trace.p;
@@ -677,9 +593,9 @@ static void cuda_release(evt_module *m)
     if (!rt) return;
     if (evt_cuda_g.ok) {
         evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
-        buf_free(&rt->state); buf_free(&rt->ring_hdr); buf_free(&rt->ring_slots); buf_free(&rt->ctrl);
-        buf_free(&rt->ctx); buf_free(&rt->tref); buf_free(&rt->trace); buf_free(&rt->trace_worker); buf_free(&rt->tmaps);
-        for (int i = 0; i < rt->ntens; i++) buf_free(&rt->tens[i]);
+        evt_cuda_buf_free(&rt->state); evt_cuda_buf_free(&rt->ring_hdr); evt_cuda_buf_free(&rt->ring_slots); evt_cuda_buf_free(&rt->ctrl);
+        evt_cuda_buf_free(&rt->ctx); evt_cuda_buf_free(&rt->tref); evt_cuda_buf_free(&rt->trace); evt_cuda_buf_free(&rt->trace_worker); evt_cuda_buf_free(&rt->tmaps);
+        for (int i = 0; i < rt->ntens; i++) evt_cuda_buf_free(&rt->tens[i]);
     }
     free(rt->tens);
     free(rt->tens_src);
@@ -696,68 +612,6 @@ const evt_backend_ops evt_cuda_backend = {
 };
 
 /* ---- public extras (include/evt/runtime.h) ---------------------------- */
-
-void evt_module_release_tensors(evt_module *m, int keep_weights)
-{
-    cuda_rt *rt = m->backend == EVT_BACKEND_CUDA ? m->rt : NULL;
-    if (!rt || !evt_cuda_g.ok) return;
-    evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
-    const evt_graph *g = evt_module_graph(m);
-    for (int i = 0; i < rt->ntens && i < g->ntensors; i++) {
-        if (keep_weights && g->tensors[i]->role == EVT_WEIGHT) continue;
-        buf_free(&rt->tens[i]);
-        rt->tens_src[i] = rt->tens_dev[i] = 0;
-    }
-    free(rt->last_tref); /* its pointers are gone: the next launch uploads the table again */
-    rt->last_tref = NULL;
-    rt->ntref = 0;
-}
-
-
-evt_status evt_module_copy_tensor(evt_module *dst, evt_buffers *dst_bufs, int dst_id, evt_module *src, evt_buffers *src_bufs,
-                                  int src_id, evt_diag *d)
-{
-    const evt_graph *dg = evt_module_graph(dst), *sg = evt_module_graph(src);
-    if (dst_id < 0 || dst_id >= dg->ntensors || src_id < 0 || src_id >= sg->ntensors)
-        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "copy tensor: no tensor %d in the destination or %d in the source",
-                              dst_id, src_id);
-    const evt_tensor *dt = dg->tensors[dst_id], *stn = sg->tensors[src_id];
-    size_t n = 0, m = 0;
-    void *host = evt_buffers_data(dst_bufs, dst_id, &n);
-    const void *from = evt_buffers_data(src_bufs, src_id, &m);
-    if (dt->dtype != stn->dtype || m < n)
-        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
-                              "copy tensor: %s (%zu bytes) cannot take the first bytes of %s (%zu bytes): %s", dt->name, n,
-                              stn->name, m, dt->dtype != stn->dtype ? "another dtype" : "too few");
-    /* a weight dst reads from another module's device copy would not see it */
-    if (dst->backend == EVT_BACKEND_CUDA && dt->role == EVT_WEIGHT && lent_weight(dst, dst_id, n))
-        return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0},
-                              "copy tensor: %s is read from another module's device copy (evt_module_share_weights)", dt->name);
-    /* where src's device copy is as new as its host copy or newer, and both
-       modules run on the GPU: device to device, dst's host copy then older */
-    cuda_rt *srt = src->backend == EVT_BACKEND_CUDA ? src->rt : NULL;
-    const uint64_t suid = evt_buffers_uid(src_bufs), duid = evt_buffers_uid(dst_bufs);
-    const int on_device = srt && dst->backend == EVT_BACKEND_CUDA && evt_cuda_g.ok && src_id < srt->ntens &&
-                          srt->tens_src[src_id] == suid && srt->tens[src_id].cap >= m;
-    if (!on_device) {
-        /* a newer device copy that cannot be read here would be lost */
-        if (srt && src_id < srt->ntens && srt->tens_dev[src_id] == suid)
-            return evt_diag_error(d, EVT_ERR_RUNTIME, (evt_loc){0, 0}, "copy tensor: %s is newer on the GPU than its host copy", stn->name);
-        if (n) memcpy(host, from, n);
-        return EVT_OK;
-    }
-    evt_cuda_g.cu.CtxSetCurrent(evt_cuda_g.ctx);
-    if (!dst->rt && !(dst->rt = calloc(1, sizeof(cuda_rt)))) return EVT_ERR_NOMEM;
-    cuda_rt *drt = dst->rt;
-    evt_status st = ensure_tens(drt, dg->ntensors);
-    int grown = 0;
-    if (!st) st = buf_ensure(&drt->tens[dst_id], n, &grown, d);
-    if (st) return st;
-    drt->tens_src[dst_id] = drt->tens_dev[dst_id] = 0;
-    if (n) CK(evt_cuda_g.cu.MemcpyDtoD(drt->tens[dst_id].p, srt->tens[src_id].p, n));
-    drt->tens_src[dst_id] = drt->tens_dev[dst_id] = duid;
-    return EVT_OK;
-}
 
 int64_t evt_cuda_capture_count(void) { return __atomic_load_n(&g_captures, __ATOMIC_RELAXED); }
 

@@ -409,37 +409,33 @@ static void merge_head(const float *part, bf16 *o, int64_t nh, int64_t S, int64_
     for (int64_t i = 0; i < hd; i++) st(o, b * nh * hd + h * hd + i, L != 0 ? acc[i] / L : 0); /* NaN partials: NaN */
 }
 
-void evt_tile_attn_split(const evt_task_args *a)
+/* attn_split for the n q heads h0 .. h0 + n of row b (their kv head's
+   cache), split s of its positions */
+static void attn_split_heads(const evt_task_args *a, int64_t b, int64_t h0, int64_t n, int64_t s)
 {
     const bf16 *q = a->t[0].ptr;
     const int32_t *pos = a->t[4].ptr;
     float *part = a->t[5].ptr;
-    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
     int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], nkv = a->t[1].dim[2], S = a->t[5].dim[2], lo, hi;
     split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
     float qf[1024];
-    for (int64_t i = 0; i < hd; i++) qf[i] = ld(q, (b * nh + h) * hd + i);
-    attend(a, 3, 1, 2, b, h / (nh / nkv), qf, lo, hi, -1, NULL, NULL, part + ((b * nh + h) * S + s) * (hd + 2));
+    for (int64_t h = h0; h < h0 + n; h++) {
+        for (int64_t i = 0; i < hd; i++) qf[i] = ld(q, (b * nh + h) * hd + i);
+        attend(a, 3, 1, 2, b, h / (nh / nkv), qf, lo, hi, -1, NULL, NULL, part + ((b * nh + h) * S + s) * (hd + 2));
+    }
 }
+
+void evt_tile_attn_split(const evt_task_args *a) { attn_split_heads(a, a->coord[0], a->coord[1], 1, a->coord[2]); }
 
 /* attn_split for the G q heads of kv head g (the prefill's form: the
    group's keys and values read once a task on the GPU; the same values) */
 void evt_tile_attn_split_group(const evt_task_args *a)
 {
-    const bf16 *q = a->t[0].ptr;
-    const int32_t *pos = a->t[4].ptr;
-    float *part = a->t[5].ptr;
-    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2];
-    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], nkv = a->t[1].dim[2], S = a->t[5].dim[2], G = nh / nkv, lo, hi;
-    split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
-    float qf[1024];
-    for (int64_t h = g * G; h < (g + 1) * G; h++) {
-        for (int64_t i = 0; i < hd; i++) qf[i] = ld(q, (b * nh + h) * hd + i);
-        attend(a, 3, 1, 2, b, g, qf, lo, hi, -1, NULL, NULL, part + ((b * nh + h) * S + s) * (hd + 2));
-    }
+    const int64_t G = a->t[0].dim[1] / a->t[1].dim[2];
+    attn_split_heads(a, a->coord[0], a->coord[1] * G, G, a->coord[2]);
 }
 
-
+/* attn_rope_split for request b (the task's kv head and split) */
 static void attn_rope_one(const evt_task_args *a, int64_t b)
 {
     const bf16 *qkv = a->t[0].ptr, *wq = a->t[1].ptr, *wk = a->t[2].ptr;

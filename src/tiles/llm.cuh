@@ -582,6 +582,11 @@ __device__ __noinline__ void k_rope_append_cuda(const evt_task_args *a)
     for (int64_t i = threadIdx.x; i < hd; i += evt_tile_threads()) vc[off + i] = vs[i];
 }
 
+/* attention: attn_split, attn_rope_split, attn_merge, attn_merge_group; then the prefill's qk_rope_append, which
+   reads the cache layout through the attention's evt_llm_cache_off */
+#include "attn_requests.h"
+#include "llm_attn.cuh"
+
 /* qk_rope_append (the prefill's form): q_rope for the G q heads of kv head
    g and k_rope_append for g, for each row of the task's run
    (attn_requests.h), in one task. Rows go through in groups of at most
@@ -590,7 +595,6 @@ __device__ __noinline__ void k_rope_append_cuda(const evt_task_args *a)
    element) pair for all G + 1 vectors, its angles (position pos[row], in
    double as evt_llm_norm_rope) computed once for them. */
 #define EVT_LLM_QK_PAIRS 512
-#include "attn_requests.h"
 __device__ __noinline__ void qk_rope_append_cuda(const evt_task_args *a)
 {
     const evt_bf16 *qkv = (const evt_bf16 *)a->t[0].ptr, *wq = (const evt_bf16 *)a->t[1].ptr, *wk = (const evt_bf16 *)a->t[2].ptr;
@@ -616,8 +620,7 @@ __device__ __noinline__ void qk_rope_append_cuda(const evt_task_args *a)
         }
         evt_tile_sync();
         for (int64_t e = threadIdx.x; e < rows * half; e += evt_tile_threads()) {
-            const int64_t b = r0 + e / half, i = e % half, p = pos[b];
-            const int64_t off = (((int64_t)bt[b * MP + p / PS] * PS + p % PS) * nkv + g) * hd;
+            const int64_t b = r0 + e / half, i = e % half, p = pos[b], off = evt_llm_cache_off(bt, MP, PS, nkv, hd, b, p, g);
             const double inv = pow((double)a->iarg[1], -2.0 * (double)i / (double)hd), ang = (double)p * inv;
             const float c = (float)cos(ang), sn = (float)sin(ang);
             for (int64_t v = 0; v < V; v++) {
@@ -631,17 +634,12 @@ __device__ __noinline__ void qk_rope_append_cuda(const evt_task_args *a)
             }
         }
         for (int64_t e = threadIdx.x; e < rows * hd; e += evt_tile_threads()) { /* the rows' v */
-            const int64_t b = r0 + e / hd, k = e % hd, p = pos[b];
-            const int64_t off = (((int64_t)bt[b * MP + p / PS] * PS + p % PS) * nkv + g) * hd;
-            vc[off + k] = qkv[b * N + (nh + nkv + g) * hd + k];
+            const int64_t b = r0 + e / hd, k = e % hd;
+            vc[evt_llm_cache_off(bt, MP, PS, nkv, hd, b, pos[b], g) + k] = qkv[b * N + (nh + nkv + g) * hd + k];
         }
         evt_tile_sync(); /* scale is reused by the next group */
     }
 }
-
-/* attention: attn_split, attn_rope_split, attn_merge, attn_merge_group */
-#include "attn_requests.h"
-#include "llm_attn.cuh"
 
 /* ----------------------------------------------------------- argmax ---- */
 /* Block reduce of (value, index): larger value wins, lower index on ties.

@@ -444,47 +444,37 @@ __device__ __forceinline__ void evt_llm_attend(evt_llm_attn_io io, int64_t G, in
     }
 }
 
-__device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
+/* attn_split for the G q heads h0 .. h0 + G of row b (one kv head's: one
+   pass over split s's cache rows serves them all), split s of its positions */
+__device__ __forceinline__ void evt_llm_attn_split_heads(const evt_task_args *a, int64_t b, int64_t h0, int64_t G, int64_t s)
 {
     const evt_bf16 *q = (const evt_bf16 *)a->t[0].ptr;
     const int32_t *pos = (const int32_t *)a->t[4].ptr;
     float *part = (float *)a->t[5].ptr;
-    int64_t b = a->coord[0], h = a->coord[1], s = a->coord[2];
     int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], S = a->t[5].dim[2], lo, hi;
     evt_llm_split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
     evt_llm_attn_io io;
-    io.q = q + (b * nh + h) * hd;
+    io.q = q + (b * nh + h0) * hd;
     io.kc = (const evt_bf16 *)a->t[1].ptr;
     io.vc = (const evt_bf16 *)a->t[2].ptr;
     io.bt = (const int32_t *)a->t[3].ptr;
     io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
     io.rows = a->t[1].dim[0] * io.PS;
-    io.b = b; io.g = h / (nh / io.nkv);
+    io.b = b; io.g = h0 / (nh / io.nkv);
     bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
-    evt_llm_attend(io, 1, lo, hi, part + ((b * nh + h) * S + s) * (hd + 2), 0, aligned, NULL);
+    evt_llm_attend(io, G, lo, hi, part + ((b * nh + h0) * S + s) * (hd + 2), S * (hd + 2), aligned, NULL);
 }
 
-/* attn_split for the G q heads of kv head g (the prefill's form): one pass
-   over the split's cache rows serves every head of the group */
+__device__ __noinline__ void attn_split_cuda(const evt_task_args *a)
+{
+    evt_llm_attn_split_heads(a, a->coord[0], a->coord[1], 1, a->coord[2]);
+}
+
+/* attn_split for the G q heads of kv head g (the prefill's form) */
 __device__ __noinline__ void attn_split_group_cuda(const evt_task_args *a)
 {
-    const evt_bf16 *q = (const evt_bf16 *)a->t[0].ptr;
-    const int32_t *pos = (const int32_t *)a->t[4].ptr;
-    float *part = (float *)a->t[5].ptr;
-    int64_t b = a->coord[0], g = a->coord[1], s = a->coord[2];
-    int64_t nh = a->t[0].dim[1], hd = a->t[0].dim[2], S = a->t[5].dim[2], lo, hi;
-    evt_llm_split_range((int64_t)pos[b] + 1, S, s, &lo, &hi);
-    evt_llm_attn_io io;
-    io.kc = (const evt_bf16 *)a->t[1].ptr;
-    io.vc = (const evt_bf16 *)a->t[2].ptr;
-    io.bt = (const int32_t *)a->t[3].ptr;
-    io.MP = a->t[3].dim[1]; io.PS = a->t[1].dim[1]; io.nkv = a->t[1].dim[2]; io.hd = hd;
-    io.rows = a->t[1].dim[0] * io.PS;
-    io.b = b; io.g = g;
-    const int64_t G = nh / io.nkv;
-    io.q = q + (b * nh + g * G) * hd;
-    bool aligned = !(((uintptr_t)a->t[0].ptr | (uintptr_t)a->t[1].ptr | (uintptr_t)a->t[2].ptr) & 15);
-    evt_llm_attend(io, G, lo, hi, part + ((b * nh + g * G) * S + s) * (hd + 2), S * (hd + 2), aligned, NULL);
+    const int64_t G = a->t[0].dim[1] / a->t[1].dim[2];
+    evt_llm_attn_split_heads(a, a->coord[0], a->coord[1] * G, G, a->coord[2]);
 }
 
 /* o[b, heads h0 .. h0 + G) = their splits of part[B, nh, S, hd + 2] merged
