@@ -1111,6 +1111,44 @@ static void decode_check_step_ties(void **state)
  * decode_small_program_one_request); every program that may run at the
  * larger batches keeps them, and the batch <= 8 GEMV copies and merge loop
  * that its kernel replaces */
+/* The prefill's kernel is compiled for its own row count, not with the
+ * steps' options: a batch-1 decode whose 30-token prompt fills the cache in
+ * one launch of 29 rows runs the batch-1-16 kernel's tiles in its steps and
+ * the larger programs' (the TMA GEMV kept) in its prefill; a caller's own
+ * options go to both. (Until session 72 the prefill was given the steps'
+ * options and its 128-row launches ran without the TMA GEMV.) */
+static void prefill_kernel_options(void **state)
+{
+    (void)state;
+    int32_t prompt[30], gen[2];
+    for (int i = 0; i < 30; i++) prompt[i] = (7 * i + 3) % 256;
+    const int32_t *prompts[1] = {prompt};
+    const int64_t lens[1] = {30};
+    for (int given = 0; given < 2; given++) {
+        evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 1, .steps = 2, .backend = EVT_BACKEND_CPU, .quiet = 1,
+                             .prompts = prompts, .prompt_lens = lens, .nprompts = 1, .generated = gen};
+        if (given) o.compile.cuda_defines = "EVT_SOME_OPTION=1";
+        evt_decode_result r;
+        evt_diag d;
+        evt_diag_init(&d, "prefill");
+        if (evt_decode(&o, &r, &d)) fail_msg("decode: %s", d.text);
+        evt_diag_free(&d);
+        assert_int_equal(r.prefill_launches, 1);
+        assert_int_equal(r.prefill_tokens, 29);
+        assert_non_null(r.cuda_defines);
+        assert_non_null(r.prefill_cuda_defines);
+        if (given) {
+            assert_string_equal(r.cuda_defines, "EVT_SOME_OPTION=1");
+            assert_string_equal(r.prefill_cuda_defines, "EVT_SOME_OPTION=1");
+        } else {
+            assert_non_null(strstr(r.cuda_defines, "EVT_LLM_NO_TMA"));
+            assert_null(strstr(r.prefill_cuda_defines, "EVT_LLM_NO_TMA"));
+            assert_string_equal(r.prefill_cuda_defines, "EVT_LLM_SHARED_SMALL=0 EVT_LLM_MERGE_LOADS_AT_ONCE=0 EVT_LLM_SPLIT_RCP=0 "
+                                                        "EVT_LLM_KSPLIT_EVERY=0");
+        }
+    }
+}
+
 /* what every batch-1-16 kernel's list starts with (evt_decode_cuda_defines) */
 #define SMALL_COMMON "EVT_LLM_NO_TMA EVT_TILE_THREADS_CONST EVT_LLM_ATTN_U=2 "
 static void decode_cuda_defines_policy(void **state)
@@ -1310,17 +1348,25 @@ static void decode_down_slices(void **state)
         if (strstr(text, v[k].not)) fail_msg("%s batch %lld, %lld slices: '%s'", v[k].model, (long long)v[k].batch, (long long)v[k].slices, v[k].not);
         free(text);
     }
-    { /* evt_decode's defaults (evt_decode_slices): 4 slices for both at batch 33-64 with norm calls and a ring */
-        static const struct { int64_t batch, dn, tiles; int ring; evt_decode_norms norms; int sliced; } dv[] = {
-            {33, 0, 0, 0, EVT_NORMS_AUTO, 1}, {40, 0, 0, 0, EVT_NORMS_AUTO, 1}, {64, 0, 0, 0, EVT_NORMS_AUTO, 1},
-            {32, 0, 0, 0, EVT_NORMS_AUTO, 0} /* qwen3-8b has a ring there (hidden 4096), the slices start at 33 */,
-            {20, 0, 0, 0, EVT_NORMS_AUTO, 0}, {65, 0, 0, 0, EVT_NORMS_AUTO, 0}, {16, 0, 0, 0, EVT_NORMS_AUTO, 0},
-            {8, 0, 0, 0, EVT_NORMS_CALLS, 0}, {64, 0, 0, -1, EVT_NORMS_AUTO, 0} /* no ring */,
-            {64, 1, 0, 0, EVT_NORMS_AUTO, 0} /* asked for whole K */, {64, 0, 0, 0, EVT_NORMS_PARTIALS, 0},
-            {64, 0, 0, 0, EVT_NORMS_FUSED, 0}, {64, 0, 31, 0, EVT_NORMS_AUTO, 0} /* fewer than 8 tiles a slice */,
-            {48, 0, 0, 0, EVT_NORMS_CALLS, 1}};
+    { /* evt_decode's defaults (evt_decode_slices): 4 slices for both with norm calls and a ring at batch 33-64 (the
+         program's range 33-64), and above 64 (33-128 at qwen3-8b; qwen3-0.6b none at 65-96, 97-128 above) */
+        static const struct { int64_t batch, dn, tiles; int ring; evt_decode_norms norms; int sliced, from, to; const char *model; } dv[] = {
+            {33, 0, 0, 0, EVT_NORMS_AUTO, 1, 33, 64, NULL}, {40, 0, 0, 0, EVT_NORMS_AUTO, 1, 33, 64, NULL}, {64, 0, 0, 0, EVT_NORMS_AUTO, 1, 33, 64, NULL},
+            {32, 0, 0, 0, EVT_NORMS_AUTO, 0, 0, 0, NULL} /* qwen3-8b has a ring there (hidden 4096), the slices start at 33 */,
+            {20, 0, 0, 0, EVT_NORMS_AUTO, 0, 0, 0, NULL}, {16, 0, 0, 0, EVT_NORMS_AUTO, 0, 0, 0, NULL},
+            {65, 0, 0, 0, EVT_NORMS_AUTO, 1, 33, 128, NULL}, {96, 0, 0, 0, EVT_NORMS_AUTO, 1, 33, 128, NULL},
+            {128, 0, 0, 0, EVT_NORMS_AUTO, 1, 33, 128, NULL}, {128, 0, 0, -1, EVT_NORMS_AUTO, 0, 0, 0, NULL} /* no ring */,
+            {8, 0, 0, 0, EVT_NORMS_CALLS, 0, 0, 0, NULL}, {64, 0, 0, -1, EVT_NORMS_AUTO, 0, 0, 0, NULL} /* no ring */,
+            {64, 1, 0, 0, EVT_NORMS_AUTO, 0, 0, 0, NULL} /* asked for whole K */, {64, 0, 0, 0, EVT_NORMS_PARTIALS, 0, 0, 0, NULL},
+            {64, 0, 0, 0, EVT_NORMS_FUSED, 0, 0, 0, NULL}, {64, 0, 31, 0, EVT_NORMS_AUTO, 0, 0, 0, NULL} /* fewer than 8 tiles a slice */,
+            {48, 0, 0, 0, EVT_NORMS_CALLS, 1, 33, 64, NULL},
+            {64, 0, 0, 0, EVT_NORMS_AUTO, 1, 33, 64, "qwen3-0.6b"}, {72, 0, 0, 0, EVT_NORMS_AUTO, 0, 0, 0, "qwen3-0.6b"},
+            {96, 0, 0, 0, EVT_NORMS_AUTO, 0, 0, 0, "qwen3-0.6b"}, {97, 0, 0, 0, EVT_NORMS_AUTO, 1, 97, 128, "qwen3-0.6b"},
+            {128, 0, 0, 0, EVT_NORMS_AUTO, 1, 97, 128, "qwen3-0.6b"}};
         for (size_t k = 0; k < sizeof dv / sizeof dv[0]; k++) {
-            evt_decode_opts o = {.model = "qwen3-8b", .batch = dv[k].batch, .ctx = 8, .steps = 1, .norms = dv[k].norms};
+            const char *model = dv[k].model ? dv[k].model : "qwen3-8b";
+            const int L = dv[k].model ? 27 : 35; /* the last layer */
+            evt_decode_opts o = {.model = model, .batch = dv[k].batch, .ctx = 8, .steps = 1, .norms = dv[k].norms};
             o.build.dn_slices = o.build.o_slices = dv[k].dn;
             o.build.target_tasks = dv[k].tiles;
             o.run.tma_ring = dv[k].ring;
@@ -1328,12 +1374,15 @@ static void decode_down_slices(void **state)
             char *text = NULL;
             evt_diag d = {0};
             assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
-            const char *want = "call l35_dn = linear_part(l35_a, l35_wd, l35_dp) over (nb) in [(1 + 3 * min(1, 64 / B) * min(1, B / 33)) * (131 / ";
-            const int dn = strstr(text, want) != NULL, op = strstr(text, "call l35_oproj = linear_part(") != NULL,
-                      n2 = strstr(text, "call l35_n2 = add_rmsnorm(") != NULL;
+            char want[256], want_o[64], want_n2[64];
+            snprintf(want, sizeof want, "call l%d_dn = linear_part(l%d_a, l%d_wd, l%d_dp) over (nb) in [(1 + 3 * min(1, %d / B) * min(1, B / %d)) * (131 / ",
+                     L, L, L, L, dv[k].to, dv[k].from);
+            snprintf(want_o, sizeof want_o, "call l%d_oproj = linear_part(", L);
+            snprintf(want_n2, sizeof want_n2, "call l%d_n2 = add_rmsnorm(", L);
+            const int dn = strstr(text, want) != NULL, op = strstr(text, want_o) != NULL, n2 = strstr(text, want_n2) != NULL;
             if (dn != dv[k].sliced || op != dv[k].sliced || n2 != dv[k].sliced)
-                fail_msg("evt_decode at batch %lld (case %zu): down sliced %d, O %d, add_rmsnorm %d; expected %d", (long long)dv[k].batch, k,
-                         dn, op, n2, dv[k].sliced);
+                fail_msg("evt_decode, %s at batch %lld (case %zu): down sliced %d (over %d-%d), O %d, add_rmsnorm %d; expected %d", model,
+                         (long long)dv[k].batch, k, dn, dv[k].from, dv[k].to, op, n2, dv[k].sliced);
             free(text);
         }
     }
@@ -1347,6 +1396,19 @@ static void decode_down_slices(void **state)
         assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
         assert_non_null(strstr(text, "call l0_dn = linear_part(l0_a, l0_wd, l0_dp) over (nb) in [(1 + 3 * min(1, 64 / B) * min(1, B / 17)) * (131 / "));
         assert_null(strstr(text, "B / 33"));
+        free(text);
+    }
+    { /* slices_to: the largest sliced batch (the batch-65-128 kernel's TMA forms take a slice too) */
+        evt_decode_opts o = {.model = "qwen3-8b", .batch = 100, .ctx = 8, .steps = 1};
+        o.build.dn_slices = o.build.o_slices = 4;
+        o.build.slices_to = 128;
+        evt_qwen3_config c;
+        char *text = NULL;
+        evt_diag d = {0};
+        assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+        assert_non_null(strstr(text, "call l0_dn = linear_part(l0_a, l0_wd, l0_dp) over (nb) in [(1 + 3 * min(1, 128 / B) * min(1, B / 33)) * (131 / "));
+        assert_non_null(strstr(text, "call l0_oproj = linear_part(l0_o, l0_wo, l0_op) over (nb) in [(1 + 3 * min(1, 128 / B) * min(1, B / 33))"));
+        assert_null(strstr(text, "64 / B"));
         free(text);
     }
     { /* more slices than the down projection has tiles: refused with a message */
@@ -1715,6 +1777,7 @@ int main(void)
         cmocka_unit_test(check_tolerance),
         cmocka_unit_test(decode_tma_ring_policy),
         cmocka_unit_test(decode_cuda_defines_policy),
+        cmocka_unit_test(prefill_kernel_options),
         cmocka_unit_test(decode_waits_in_tile_models),
         cmocka_unit_test(decode_gate_up_every_models),
         cmocka_unit_test(decode_small_program_one_request),

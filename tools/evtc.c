@@ -47,7 +47,7 @@ typedef struct cli {
     int nprompts;
     int ctx_given;
     int emit_only;
-    long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices, slices_from;
+    long long batch, ctx, steps, splits, page, tiles, attn_rows, lm_waves, dn_slices, o_slices, slices_from, slices_to;
     evt_sched_kind also[EVT_DECODE_MAX_ALSO];
     int nalso, row_events, split_rope, norms, qkv_per_head, prefetch, argmax_per_tile, merge_per_group, merge_one_split, merge_tasks, attn_no_early;
     int no_early_loads, host_copies, prompt_steps;
@@ -95,6 +95,7 @@ static int usage(const char *msg)
             "                                      norm adding them; default 4 there with a TMA ring, else 1: whole K)\n"
             "                [--o-slices N]       (the same for the O projection, the post-attention norm adding them)\n"
             "                [--slices-from B]    (the least batch the slices apply at; default 33, where the ring starts)\n"
+            "                [--slices-to B]      (the largest; default 64)\n"
             "                [--also SCHED,...]   (also time these schedules on the same step; compare outputs)\n"
             "                [--attn-rows N]      (requests per attention task; default: as many as make the tasks\n"
             "                                      one wave, 1 up to batch 16; 1: one request a task, the ablation)\n"
@@ -293,6 +294,7 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(a, "--qkv-per-head")) c->qkv_per_head = 1;
         else if (!strcmp(a, "--tiles")) { NEED(); if (!parse_int(v, 1, 4096, &c->tiles)) { fprintf(stderr, "evtc: --tiles %s: expected 1..4096\n", v); return 2; } }
         else if (!strcmp(a, "--slices-from")) { NEED(); if (!parse_int(v, 1, 64, &c->slices_from)) { fprintf(stderr, "evtc: --slices-from %s: expected 1..64\n", v); return 2; } }
+        else if (!strcmp(a, "--slices-to")) { NEED(); if (!parse_int(v, 1, 128, &c->slices_to)) { fprintf(stderr, "evtc: --slices-to %s: expected 1..128\n", v); return 2; } }
         else if (!strcmp(a, "--o-slices")) { NEED(); if (!parse_int(v, 1, 8, &c->o_slices)) { fprintf(stderr, "evtc: --o-slices %s: expected 1..8\n", v); return 2; } }
         else if (!strcmp(a, "--dn-slices")) { NEED(); if (!parse_int(v, 1, 8, &c->dn_slices)) { fprintf(stderr, "evtc: --dn-slices %s: expected 1..8\n", v); return 2; } }
         else if (!strcmp(a, "--lm-waves")) { NEED(); if (!parse_int(v, 1, 64, &c->lm_waves)) { fprintf(stderr, "evtc: --lm-waves %s: expected 1..64\n", v); return 2; } }
@@ -573,6 +575,17 @@ static int cmd_tokenize(cli *c)
     return rc;
 }
 
+/* Which path the launches' GEMV tiles could take (src/tiles/llm_tma.cuh):
+   the TMA ring and maps, or the register units. */
+static void cli_print_tma(const char *model, const char *what, unsigned ring_bytes, int maps, const char *defines)
+{
+    if (ring_bytes && maps)
+        printf("decode %s: %s: a %u KiB TMA ring per worker, %d tensors with TMA maps", model, what, ring_bytes / 1024, maps);
+    else
+        printf("decode %s: %s: no TMA ring (the GEMVs run on the register units)", model, what);
+    printf("; the kernel's tile options: %s\n", defines && *defines ? defines : "none");
+}
+
 static int cmd_decode(cli *c)
 {
     if (!c->model) return usage("decode needs --model NAME|CONFIG.json");
@@ -629,6 +642,7 @@ static int cmd_decode(cli *c)
     o.build.dn_slices = c->dn_slices;
     o.build.o_slices = c->o_slices;
     o.build.slices_from = c->slices_from;
+    o.build.slices_to = c->slices_to;
     o.build.row_events = c->row_events;
     o.build.split_rope = c->split_rope;
     o.norms = (evt_decode_norms)c->norms;
@@ -710,6 +724,10 @@ static int cmd_decode(cli *c)
         }
         if (r.stream_ring_bytes)
             printf("decode %s: weight stream: a %u KiB ring per worker\n", c->model, r.stream_ring_bytes / 1024);
+        if (o.backend == EVT_BACKEND_CUDA)
+            cli_print_tma(c->model, "steps", r.tma_ring_bytes, r.tma_maps, r.cuda_defines);
+        if (o.backend == EVT_BACKEND_CUDA && r.prefill_launches)
+            cli_print_tma(c->model, "prefill", r.prefill_tma_ring_bytes, r.prefill_tma_maps, r.prefill_cuda_defines);
         for (int k = 0; k < c->nalso; k++)
             printf("decode %s: batch %lld, %s schedule on %s: %.3f ms/token (%.3fx the %s schedule's time), "
                    "logits within %.2e of the %s schedule's, %lld next tokens differ\n",

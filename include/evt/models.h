@@ -85,7 +85,7 @@ typedef struct evt_qwen3_opts {
                               not five times (H200, bench/RESULTS.md sessions 47-48: qwen3-0.6b batch 1
                               -0.9%, batch 32-128 -0.3 to -0.4%; qwen3-8b level to -0.15%) */
     int64_t dn_slices;     /* without fuse_norm and norm_partials: the down projection in this many k
-                              slices at batch slices_from-64 (1 elsewhere): linear_part tasks of dn_slices times
+                              slices at batch slices_from-slices_to (1 elsewhere): linear_part tasks of dn_slices times
                               the rows, each over its slice of K, leave f32 partials, and the next
                               layer's input norm (add_rmsnorm; the final norm after the last layer)
                               adds them to the residual and writes the new residual rows beside the
@@ -100,9 +100,10 @@ typedef struct evt_qwen3_opts {
                               they do without slices (one slice count alone made qwen3-0.6b batch 64
                               4.6% slower, both 2.8% faster: H200, bench/RESULTS.md session 49) */
     int64_t slices_from;   /* the least batch at which dn_slices and o_slices apply (one slice below it
-                              and above 64); 0 (default): 33. Lower to try them at 17-32, where
+                              and above slices_to); 0 (default): 33. Lower to try them at 17-32, where
                               evt_decode's TMA ring runs for a hidden size of 2048 or more (else ask for
                               one: evtc decode --tma-ring); measured level there (session 50) */
+    int64_t slices_to;     /* the largest batch at which they apply; 0 (default): 64 */
     uint64_t seed;         /* weights and cache contents */
     int row_events;        /* ablation: per-row X/H/XA/H2/HF events (B waits per GEMV tile) instead of one counter each */
     int qkv_per_head;      /* QKV as one counter per head (each attention task waits for the heads it
@@ -201,17 +202,28 @@ double evt_qwen3_cache_bytes_per_token(const evt_qwen3_config *c);
    norm calls and a TMA ring: EVT_DECODE_SLICES each (H200, bench/RESULTS.md
    session 49: qwen3-8b batch 33 / 40 / 64 -5.9 / -3.0 / -1.9% per token,
    qwen3-0.6b batch 64 -2.7%). Below 33 there is no ring (the register units cannot read
-   a slice of x: slice 0 would take all of K); above 64 the TMA path's forms
-   take whole rows. */
+   a slice of x: slice 0 would take all of K). Above 64 since session 72,
+   when the batch-65-128 kernel's TMA forms took a slice (H200, the same
+   call against whole K: qwen3-8b batch 72 / 96 / 128 -7.4 / -7.9 / -10.3%,
+   qwen3-0.6b batch 100 / 112 / 128 -8.4 / -8.3 / -8.7%; a 128-row prefill
+   launch too), except at 65-96 (EVT_DECODE_SLICES_SWAP_MAX_BATCH) for a
+   hidden size under EVT_DECODE_SLICES_WIDE_HIDDEN, whose sliced bands (32
+   rows at qwen3-0.6b) take the swapped product there and lost (qwen3-0.6b
+   batch 72 / 96 +7.4 / +8.9%); qwen3-8b's (128 rows) take both warpgroups. */
 #define EVT_DECODE_SLICES 4
 #define EVT_DECODE_SLICES_MIN_BATCH 33
-#define EVT_DECODE_SLICES_MAX_BATCH 64
+#define EVT_DECODE_SLICES_MAX_BATCH 128
+#define EVT_DECODE_SLICES_SWAP_MAX_BATCH 96
+#define EVT_DECODE_SLICES_WIDE_HIDDEN 4096
 /* The slice count evt_decode gives O and down when the caller gives none:
    EVT_DECODE_SLICES in that range (with the ring evt_decode_tma_ring gives
    for `tma_ring` as requested, at least 8 tiles a slice and whole TMA stages
-   of K per slice), else 1. bo: the program's options, fuse_norm and
-   norm_partials set. */
-int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, int64_t batch, int tma_ring);
+   of K per slice), else 1; range[0..1] (0 0 with one slice) the batches the
+   program slices at (evt_qwen3_opts.slices_from, slices_to): 33-64 for a
+   batch up to 64 (those programs as before session 72), 33-128 above for a
+   hidden size of EVT_DECODE_SLICES_WIDE_HIDDEN or more, else 97-128. bo: the
+   program's options, fuse_norm and norm_partials set. */
+int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, int64_t batch, int tma_ring, int64_t range[2]);
 /* evt_decode's norms (evt_decode_opts.norms): AUTO, the default, folds the
    norm weights into the matrices at every batch and fuses the norms into the
    GEMV tiles up to EVT_DECODE_FUSE_NORM_MAX_BATCH (above it the tiles' row
@@ -346,6 +358,14 @@ typedef struct evt_decode_result {
                               read: each request's cached positions up to its own, averaged over
                               the timed launches (GPU: the one step timed) */
     unsigned stream_ring_bytes; /* GPU: the weight stream's ring per worker (0: the GEMVs read global memory) */
+    unsigned tma_ring_bytes;    /* GPU: the steps' TMA ring per worker (0: the GEMVs' register units) */
+    int tma_maps;               /*   and their tensors with TMA maps */
+    unsigned prefill_tma_ring_bytes; /* GPU: the same for the prefill's launches */
+    int prefill_tma_maps;
+    const char *cuda_defines;   /* the tile options the steps' kernel was compiled with (CUDA: #defines;
+                                   evt_decode_cuda_defines unless the caller gave some; static or the
+                                   caller's string) */
+    const char *prefill_cuda_defines; /* the prefill's, from its own row count (NULL: no prefill) */
     int64_t prefill_tokens;    /* prompt tokens the prefill program put into the cache (padding not counted) */
     int64_t prefill_launches;  /* its launches */
     double prefill_wall_ms;    /* their wall clock, copies included (the prefill module's build not) */

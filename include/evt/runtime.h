@@ -150,6 +150,8 @@ typedef struct evt_run_stats {
     int bucket_used;           /* static: a bucket schedule served this shape */
     int cache_hit;
     unsigned stream_ring_bytes;/* GPU: the weight stream's ring per worker in this launch (0: none) */
+    unsigned tma_ring_bytes;   /* GPU: the TMA tiles' ring per worker in this launch (0: none; evt_run_opts.tma_ring) */
+    int tma_maps;              /*   and the tensors it encoded TMA maps for (0: the tiles take their other path) */
 } evt_run_stats;
 
 evt_status evt_module_run(evt_module *m, const int64_t *sym, evt_buffers *b, const evt_run_opts *o,

@@ -328,14 +328,23 @@ int evt_decode_gate_up_every(int64_t intermediate_size, int64_t target_tasks)
     return units > 1 && units < warps && warps % units != 0;
 }
 
-int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, int64_t batch, int tma_ring)
+int64_t evt_decode_slices(const evt_qwen3_config *c, const evt_qwen3_opts *bo, int64_t batch, int tma_ring, int64_t range[2])
 {
     const int64_t T = bo->target_tasks > 0 ? bo->target_tasks : EVT_QWEN3_TARGET_TASKS, KP = EVT_DECODE_SLICES;
+    const int wide = c->hidden_size >= EVT_DECODE_SLICES_WIDE_HIDDEN;
+    range[0] = range[1] = 0;
     if (bo->fuse_norm || bo->norm_partials || batch < EVT_DECODE_SLICES_MIN_BATCH || batch > EVT_DECODE_SLICES_MAX_BATCH ||
         evt_decode_tma_ring(c->hidden_size, batch, tma_ring) <= 0 || T < 8 * KP)
         return 1;
     /* whole TMA stages per slice (else the tiles' register fallback runs them, all of K in slice 0) */
     if ((c->num_attention_heads * c->head_dim) % (64 * KP) || c->intermediate_size % (64 * KP)) return 1;
+    /* above 64 the batch-65-128 kernel's forms; at 65-96 the smaller
+       models' sliced bands would take the swapped product, and lost */
+    if (batch > EVT_DECODE_TMA_WIDE_BATCH && batch <= EVT_DECODE_SLICES_SWAP_MAX_BATCH && !wide) return 1;
+    /* the program's range: the batch-33-64 programs' as before (their
+       kernels' machine code unchanged), the others' from 33 (wide) or 97 */
+    range[0] = batch <= EVT_DECODE_TMA_WIDE_BATCH || wide ? EVT_DECODE_SLICES_MIN_BATCH : EVT_DECODE_SLICES_SWAP_MAX_BATCH + 1;
+    range[1] = batch <= EVT_DECODE_TMA_WIDE_BATCH ? EVT_DECODE_TMA_WIDE_BATCH : EVT_DECODE_SLICES_MAX_BATCH;
     return KP;
 }
 
@@ -375,9 +384,12 @@ evt_status evt_decode_program(const evt_decode_opts *o, evt_qwen3_config *cfg, c
     if (!bo.lm_waves) bo.lm_waves = 2;
     /* the O and down projections in k slices where the TMA ring streams a
        slice of x (evt_decode_slices) */
-    const int64_t slices = evt_decode_slices(&c, &bo, o->batch, o->run.tma_ring);
+    int64_t range[2];
+    const int64_t slices = evt_decode_slices(&c, &bo, o->batch, o->run.tma_ring, range);
     if (!bo.dn_slices) bo.dn_slices = slices;
     if (!bo.o_slices) bo.o_slices = slices;
+    if (slices > 1 && !bo.slices_from) bo.slices_from = range[0];
+    if (slices > 1 && !bo.slices_to) bo.slices_to = range[1];
     if (!bo.max_batch) bo.max_batch = o->batch > 128 ? o->batch : 128;
     if (o->batch > bo.max_batch)
         return evt_diag_error(d, EVT_ERR_SHAPE, (evt_loc){0, 0}, "decode: --batch %lld exceeds the program's bound %lld",
@@ -459,7 +471,12 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         return st;
     }
     r->check_rtol = o->check && o->backend != EVT_BACKEND_CPU ? evt_decode_check_rtol(c.num_hidden_layers) : 0;
+    /* the steps' kernel options at their batch; the prefill derives its own
+       from the caller's at its row count (until session 72 it was given the
+       steps' and ran the batch-1 kernel's tiles: no TMA GEMV at 128 rows) */
+    const evt_decode_opts given = local;
     evt_decode_kernel_opts(o, &c, o->batch, &local.compile, &local.run);
+    r->cuda_defines = local.compile.cuda_defines;
     evt_graph *g = evt_parse(text, strlen(text), d);
     free(text);
     if (!g) return EVT_ERR_VERIFY;
@@ -481,10 +498,11 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
     const prompt_set ps = {o->prompts, o->prompt_lens, o->nprompts}, *prompts = o->nprompts ? &ps : NULL;
     const prompt_set *fed = o->prompt_steps ? prompts : NULL;
     evt_prefill *pf = NULL;
-    if (prompts && !fed && (st = evt_prefill_build(o, prompts, &pf, d))) {
+    if (prompts && !fed && (st = evt_prefill_build(&given, prompts, &pf, d))) {
         evt_module_free(m);
         return st;
     }
+    if (pf) r->prefill_cuda_defines = pf->cuda_defines;
     if (o->backend == EVT_BACKEND_CUDA && !evt_cuda_available()) {
         /* before generating gigabytes of weights: the kernel is built (and in
            the compiled-kernel cache) but cannot run here */

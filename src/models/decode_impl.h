@@ -49,6 +49,7 @@ typedef struct prefill_row {
 typedef struct evt_prefill {
     evt_module *m;           /* the decode program at batch C in its prefill form */
     evt_run_opts run;        /* as evt_decode would run it at batch C (evt_decode_kernel_opts) */
+    const char *cuda_defines; /* and the kernel's tile options it was compiled with (the same) */
     prefill_row *rows;
     int64_t nrows, requests, C, launches;
 } evt_prefill;

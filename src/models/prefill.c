@@ -165,6 +165,7 @@ evt_status evt_prefill_build(const evt_decode_opts *o, const prompt_set *ps, evt
     if (!st) {
         evt_compile_opts compile;
         evt_decode_kernel_opts(&po, &c, pf->C, &compile, &pf->run);
+        pf->cuda_defines = compile.cuda_defines;
         if (!o->quiet && o->backend == EVT_BACKEND_CUDA)
             fprintf(stderr, "decode: building the prefill program's kernel (%lld rows a launch) for cuda\n", (long long)pf->C);
         st = evt_module_build(g, o->backend, &compile, o->run.sched == EVT_SCHED_UNFUSED, &pf->m, d);
@@ -224,6 +225,8 @@ evt_status evt_prefill_run(evt_prefill *pf, const evt_decode_opts *o, evt_module
         if ((st = evt_module_run(pf->m, sym, pb, &ro, &rs, d))) break;
         r->prefill_launches++;
         r->prefill_kernel_ms += rs.launch_ms;
+        r->prefill_tma_ring_bytes = rs.tma_ring_bytes;
+        r->prefill_tma_maps = rs.tma_maps;
         if (k == 0) r->prefill_first_wall_ms = (evt_decode_now_s() - t0) * 1e3;
         if (!pref) continue;
         fill_launch(pg, pref, pf->rows, pf->nrows, k, C, R, MP);

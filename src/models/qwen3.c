@@ -47,7 +47,7 @@
  * nb % (T / KP) over k slice nb / (T / KP), f32 partials without the
  * residual; layer i+1's n1 (the final norm after the last layer) is
  * add_rmsnorm(xa_i, dp_i) -> x_{i+1}, h: the residual's new rows written
- * beside the normed ones. KP = dn_slices at batch slices_from (33) to 64, 1
+ * beside the normed ones. KP = dn_slices at batch slices_from (33) to slices_to (64), 1
  * elsewhere.
  * `o_slices`: oproj likewise, linear_part(o, Wo) -> op_i, and n2 is
  * add_rmsnorm(x_i, op_i) -> xa, h2.)
@@ -248,7 +248,7 @@ static int64_t pick_tiles(int64_t n, int64_t target, int64_t max_rows)
    slices from batch SF to 64, one elsewhere; "1" for n <= 1); 0 with a
    diagnostic when n exceeds its tiles T or its K. */
 static int slice_count(const evt_qwen3_config *c, const char *what, int64_t n, int64_t T, int64_t N, int64_t K, long long SF,
-                       char out[96], evt_diag *d)
+                       long long ST, char out[96], evt_diag *d)
 {
     if (n <= 1) {
         snprintf(out, 96, "1");
@@ -259,7 +259,7 @@ static int slice_count(const evt_qwen3_config *c, const char *what, int64_t n, i
                        (long long)n, what, (long long)T, (long long)N, (long long)K);
         return 0;
     }
-    snprintf(out, 96, "(1 + %lld * min(1, 64 / B) * min(1, B / %lld))", (long long)n - 1, SF);
+    snprintf(out, 96, "(1 + %lld * min(1, %lld / B) * min(1, B / %lld))", (long long)n - 1, ST, SF);
     return 1;
 }
 
@@ -344,17 +344,18 @@ char *evt_qwen3_program(const evt_qwen3_config *c, const evt_qwen3_opts *opt, ev
     int64_t NC = op.lm_waves > 0 ? op.lm_waves * op.target_tasks : pick_tiles(V, op.target_tasks, 256);
     if (NC > V) NC = V;
     /* the O and down projections in k slices (o_slices, dn_slices, without
-       fused norms or norm partials): KOx / KPx slices at batch slices_from-64
+       fused norms or norm partials): KOx / KPx slices at batch slices_from-slices_to
        (33 by default: the TMA ring streams a slice of x; below 33 there is no
        ring for hidden sizes under 2048 and slice 0 would take all of K, and
        with one the slices measured level, session 50; above 64 the TMA path's
        two-halves and swapped forms take whole rows), T / KP bands of rows
        each, the norm after each adding the partials (add_rmsnorm) */
     const long long SF = op.slices_from > 0 ? (long long)op.slices_from : 33; /* the least sliced batch */
+    const long long ST = op.slices_to > 0 ? (long long)op.slices_to : 64;     /* the largest */
     const int OS = op.o_slices > 1 && !op.fuse_norm && !op.norm_partials, DS = op.dn_slices > 1 && !op.fuse_norm && !op.norm_partials;
     char KOx[96], KPx[96];
-    if (!slice_count(c, "O-projection", OS ? op.o_slices : 1, T_o, H, nh * hd, SF, KOx, d) ||
-        !slice_count(c, "down-projection", DS ? op.dn_slices : 1, T_dn, H, I, SF, KPx, d))
+    if (!slice_count(c, "O-projection", OS ? op.o_slices : 1, T_o, H, nh * hd, SF, ST, KOx, d) ||
+        !slice_count(c, "down-projection", DS ? op.dn_slices : 1, T_dn, H, I, SF, ST, KPx, d))
         return NULL;
     /* a QKV tile notifies every head its rows touch: F elements from its
        first row's head, clamped to its last row's head (a repeated element

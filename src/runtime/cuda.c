@@ -312,9 +312,11 @@ static evt_status wait_stream(cuda_rt *rt, double bound_s, evt_diag *d)
 static evt_status bind_tmaps(cuda_rt *rt, evt_tensor_ref *tr, int n, int want, CUdeviceptr *table, evt_diag *d)
 {
     *table = 0;
+    rt->tma_maps = 0;
     int any = 0, changed = evt_tmaps_bind(&rt->tmt, tr, n, want, &any);
     if (changed < 0) return EVT_ERR_NOMEM;
     if (!any) return EVT_OK;
+    for (int i = 0; i < n; i++) rt->tma_maps += tr[i].tmap >= 0;
     const size_t bytes = (size_t)n * EVT_TMA_BOXES * EVT_TMA_MAP_BYTES;
     int grown = 0;
     evt_status st = evt_cuda_buf_ensure(&rt->tmaps, bytes, &grown, d);
@@ -546,6 +548,8 @@ static evt_status cuda_launch(evt_module *m, evt_variant *v, evt_bind_entry *be,
     st = wait_stream(rt, timeout_s + 5, d);
     stats->launch_ms = now_ms() - t0;
     stats->stream_ring_bytes = rt->last_ctx.stream_ring_bytes;
+    stats->tma_ring_bytes = rt->last_ctx.tma_ring_bytes;
+    stats->tma_maps = rt->last_ctx.tma_ring_bytes ? rt->tma_maps : 0;
     if (st) return st;
     const evt_graph *g = v->g;
     if ((st = check_error(rt, b, g, d))) return st;

@@ -31,6 +31,7 @@ typedef struct cuda_rt {
     dev_buf trace, trace_worker;
     dev_buf tmaps;         /* EVT_TMA_BOXES maps per tensor (tmaps.c) */
     evt_tmap_table tmt;    /* the same on the host, and what they were encoded for */
+    int tma_maps;          /* the last launch's tensors with maps (evt_run_stats.tma_maps) */
     int broken;            /* a sticky CUDA error or unresponsive device */
     char broken_why[256];
 } cuda_rt;

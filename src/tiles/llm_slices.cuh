@@ -1,7 +1,8 @@
 /* llm_slices.cuh — the k-slice tiles (CUDA; the C versions are in llm.c):
  * linear_part, a band of rows over one slice of K into f32 partials, and
  * add_rmsnorm, the norm after it that adds the slices to the residual (the
- * O and down projections at batch 33-64: docs/models.md, --dn-slices).
+ * O and down projections at batch 33-64 by default, to 128 with
+ * --slices-to: docs/models.md, --dn-slices).
  * Included by llm.cuh after the GEMV core (llm_gemv.cuh, llm_tma.cuh),
  * whose units, TMA path and helpers it uses. */
 #ifndef EVT_TILE_LLM_SLICES_CUH
@@ -9,8 +10,9 @@
 
 /* linear_part (llm.c): the band's rows over the task's k slice into f32
    partials. The TMA path streams just that slice of W and of x (the point:
-   each tile reads 1 / KP of x). Where it cannot run (batch <= 16, no ring or
-   maps, the batch-65-128 kernel's forms with KP > 1) slice 0 takes the band
+   each tile reads 1 / KP of x; every form takes a slice: the batch-17-64
+   one, and in the batch-65-128 kernel the two-halves and the swapped ones).
+   Where it cannot run (batch <= 16, no ring or maps) slice 0 takes the band
    over all of K on the register units (or the scalar loop) and the other
    slices write zeros: the same sum, never a stale partial. */
 template <bool EARLY>

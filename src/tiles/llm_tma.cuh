@@ -500,7 +500,10 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
     constexpr int NW = evt_llm_nw<MODE>();
     constexpr uint32_t WREG = NT * 128u, XREG = 2u * 8192u; /* reserved per chunk: a matrix's rows, x's two boxes */
     if (threadIdx.x == 0) EVT_TMA_STAMP(0);
-    const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1], KS = K / 64;
+    const int B = (int)a->t[0].dim[0], K = (int)a->t[0].dim[1];
+    /* linear_part: the task's k slice, chunks [kc0, kc0 + KS) (as above) */
+    const int KPS = MODE == EVT_LLM_MODE_PART ? (int)a->t[2].dim[0] : 1, KS = K / 64 / KPS;
+    const int kc0 = MODE == EVT_LLM_MODE_PART ? (int)(a->coord[0] / (a->grid[0] / KPS)) * KS : 0;
     int di = EVT_TMA_DEPTHS - 1; /* chunks per stage, as above */
     while (di > 0 && (KS % (1 << di) || io.ring_bytes < 2u * (1u << di) * (XREG + NW * WREG))) di--;
     const int U = 1 << di;
@@ -524,13 +527,13 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
         const uint32_t dst = ring0 + (uint32_t)s * SLOT + (uint32_t)U * XREG, bar = full0 + 8 * s, wbytes = (uint32_t)(U * NW * rows8) * 128u;
         if (with_x) evt_tma_arrive_expect(bar, wbytes + xbytes);
         else evt_tma_expect(bar, wbytes);
-        evt_tma_load3(dst, io.mw0 + m, (int)n0 + p * NT, j % KT * U, bar);
-        if (NW == 2) evt_tma_load3(dst + (uint32_t)U * WREG, io.mw1 + m, (int)n0 + p * NT, j % KT * U, bar);
+        evt_tma_load3(dst, io.mw0 + m, (int)n0 + p * NT, kc0 + j % KT * U, bar);
+        if (NW == 2) evt_tma_load3(dst + (uint32_t)U * WREG, io.mw1 + m, (int)n0 + p * NT, kc0 + j % KT * U, bar);
     };
     auto xs = [&](int j) {
         const uint32_t dst = ring0 + (uint32_t)(j % S) * SLOT, bar = full0 + 8 * (j % S);
-        evt_tma_load3(dst, mx0, 0, j % KT * U, bar);
-        if (xrows1) evt_tma_load3(dst + (uint32_t)U * 8192u, mx1, 64, j % KT * U, bar);
+        evt_tma_load3(dst, mx0, 0, kc0 + j % KT * U, bar);
+        if (xrows1) evt_tma_load3(dst + (uint32_t)U * 8192u, mx1, 64, kc0 + j % KT * U, bar);
     };
 
     if (warp == EVT_TMA_PRODUCER_WARP && lane == 0) {
@@ -616,8 +619,15 @@ __device__ __forceinline__ void evt_tma_gemv_wide(const evt_task_args *a, const 
 #pragma unroll
             for (int i = 0; i < NT / 2; i++) {
                 int b = wl * 16 + (lane >> 2) + 8 * ((i >> 1) & 1), c = (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
-                const float f = sc[(i >> 1) & 1];
-                if (b < BH && c < mine) evt_llm_out<MODE>(a, wg * 64 + b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
+                if constexpr (MODE == EVT_LLM_MODE_PART) { /* the slice's partials (as above) */
+                    if (b < BH && c < mine) {
+                        const int64_t N = a->t[1].dim[0];
+                        ((float *)a->t[2].ptr)[((int64_t)(kc0 / KS) * B + wg * 64 + b) * N + rw + c] = acc[0][i];
+                    }
+                } else {
+                    const float f = sc[(i >> 1) & 1];
+                    if (b < BH && c < mine) evt_llm_out<MODE>(a, wg * 64 + b, rw + c, acc[0][i] * f, acc[NW - 1][i] * f);
+                }
             }
 #pragma unroll
             for (int q = 0; q < NW; q++)
@@ -660,11 +670,8 @@ __device__ __forceinline__ bool evt_llm_gemv_tma(const evt_task_args *a, int64_t
     if (!a->tmaps || B < EVT_TMA_MIN_B || B > EVT_TMA_MAX_B) return false; /* the common case first: no division */
     const int64_t T = a->iarg[0] < 1 ? 1 : a->iarg[0]; /* linear_part: no T (its bands are the task's rows) */
     const int64_t nr = MODE == EVT_LLM_MODE_PART ? n1 - n0 : (a->t[1].dim[0] + T - 1) / T; /* the call's rows per task */
-    if constexpr (MODE == EVT_LLM_MODE_PART) { /* k slices: whole stages of the batch-17-64 form only */
+    if constexpr (MODE == EVT_LLM_MODE_PART) { /* k slices: whole stages (every form's stage divides a slice's chunks) */
         const int64_t KP = a->t[2].dim[0];
-#ifdef EVT_TMA_TWO_HALVES
-        if (KP != 1) return false;
-#endif
         if (KP < 1 || (K / 64) % KP) return false;
     }
     /* (linear_part takes any band: its slices exist to read less of x, which the register units cannot) */

@@ -241,14 +241,18 @@ run_case uneven-b100-partials tests/gpu/qwen3-uneven.json 100 20 2 --norms parti
 # (add_rmsnorm); -whole-k keeps linear_res over all of K there; -dn2 gives the
 # down projection 2 slices and O its default 4 (two forms of the tile at
 # once); -dn2-notma has no ring (the register units' fallback: slice 0 over
-# all of K, slice 1 zeros); -dn2-o2 2 each; b100 has one slice (the
-# batch-65-128 kernel's forms take whole rows)
+# all of K, slice 1 zeros); -dn2-o2 2 each; b100-dn2 has one slice (the
+# default --slices-to is 64); -to128 slices at batch 65-128 too (session 72:
+# b72 the swapped product's form, b100 and b128 the two halves of x)
 run_case uneven-b64-whole-k tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 1 --o-slices 1
 run_case uneven-b64-dn2 tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2
 run_case uneven-b64-dn2-notma tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2 --tma-ring 0
 run_case mid-b40-dn2 tests/gpu/qwen3-mid.json 40 33 2 --dn-slices 2
 run_case uneven-b100-dn2 tests/gpu/qwen3-uneven.json 100 20 2 --dn-slices 2
 run_case uneven-b64-dn2-o2 tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2 --o-slices 2
+run_case uneven-b72-to128 tests/gpu/qwen3-uneven.json 72 20 2 --dn-slices 4 --o-slices 4 --slices-to 128
+run_case uneven-b100-to128 tests/gpu/qwen3-uneven.json 100 20 2 --dn-slices 4 --o-slices 4 --slices-to 128
+run_case mid-b128-to128 tests/gpu/qwen3-mid.json 128 20 2 --dn-slices 4 --o-slices 4 --slices-to 128
 # Prompts (evtc decode --prompts; no --ctx): every prompt token but each
 # request's last goes into the cache through the prefill program (the
 # split-rope form, every attention task waiting for all rows' appends of its
@@ -260,6 +264,10 @@ run_case uneven-b64-dn2-o2 tests/gpu/qwen3-uneven.json 64 40 2 --dn-slices 2 --o
 # kernel); prompts-mid-b4-chunk8: 50 rows in 7 launches of 8 (the last padded
 # with rows of the spare request); prompts-mid-b2-long: 2 x 99 rows in 2
 # launches of 99 (the batch-65-128 kernel, its TMA ring and norm calls);
+# prompts-mid-b1-rows50: one launch of 50 rows (the batch-33-64 program: O
+# and down in k slices on the TMA ring). Each prefill kernel is compiled for
+# its own rows, not the steps' batch (the evtc decode line "prefill: ...
+# tile options" says which; until session 72 it took the steps');
 # -steps: the same prompts fed to the decode steps a token at a time
 # (--prompt-steps, the ablation); the two forms' tokens are printed, not
 # compared (other summation orders: a near-tie may differ).
@@ -292,6 +300,7 @@ run_prompt_case prompts-tiny-b3-dynamic examples/qwen3-tiny.json 3 4 3,2 --sched
 run_prompt_case prompts-mid-b4-chunk8 tests/gpu/qwen3-mid.json 4 3 20,7 --prefill-chunk 8
 run_prompt_case prompts-mid-b4-chunk8-host-copies tests/gpu/qwen3-mid.json 4 3 20,7 --prefill-chunk 8 --host-copies
 run_prompt_case prompts-mid-b2-long tests/gpu/qwen3-mid.json 2 3 100,100
+run_prompt_case prompts-mid-b1-rows50 tests/gpu/qwen3-mid.json 1 3 51
 run_prompt_case prompts-mid-b2-long-steps tests/gpu/qwen3-mid.json 2 3 100,100 --prompt-steps
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
