@@ -563,6 +563,8 @@ evt_status evt_decode(const evt_decode_opts *o, evt_decode_result *r, evt_diag *
         else r->steps_wall_ms += wall_ms / (double)(launches - 1);
         r->ntasks = rs.ntasks;
         r->stream_ring_bytes = rs.stream_ring_bytes;
+        r->tma_ring_bytes = rs.tma_ring_bytes;
+        r->tma_maps = rs.tma_maps;
         if (s == 0) r->first_ms = rs.launch_ms;
         else sum += rs.launch_ms;
         memcpy(tokens + s * o->batch, evt_buffers_data(b, evt_decode_tensor_id(mg, "next"), NULL), o->batch * sizeof(int32_t));

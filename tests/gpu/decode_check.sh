@@ -118,6 +118,8 @@ run_case() { # name model batch ctx steps [extra evtc args]
     worst=$(grep -o 'logits within [0-9.e+-]*' "$LOG/$name.log" | awk '{ if ($3 + 0 > w) w = $3 + 0 } END { print w + 0 }')
     local streamed=1 # a --stream case must have had a ring (else it silently ran the global path)
     case " $* " in *" --stream "*) grep -q "weight stream: a [0-9]* KiB ring" "$LOG/$name.log" || streamed=0 ;; esac
+    # a --slices-to case must have run the TMA forms (the ring and maps evtc decode reports)
+    case " $* " in *" --slices-to "*) grep -q "steps: a [0-9]* KiB TMA ring per worker, [1-9][0-9]* tensors" "$LOG/$name.log" || streamed=0 ;; esac
     if [ $rc -eq 0 ] && grep -q "^check: ok" "$LOG/$name.log" && [ "$(grep -c 'schedule on cuda' "$LOG/$name.log")" -eq 5 ] &&
        [ $streamed -eq 1 ] && awk -v w="$worst" 'BEGIN { exit !(w <= 2e-2) }'; then
         pass=$((pass + 1))
