@@ -1386,30 +1386,27 @@ static void decode_down_slices(void **state)
             free(text);
         }
     }
-    { /* slices_from: the least sliced batch in the program's expression */
-        evt_decode_opts o = {.model = "qwen3-8b", .batch = 32, .ctx = 8, .steps = 1};
-        o.build.dn_slices = o.build.o_slices = 4;
-        o.build.slices_from = 17;
-        evt_qwen3_config c;
-        char *text = NULL;
-        evt_diag d = {0};
-        assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
-        assert_non_null(strstr(text, "call l0_dn = linear_part(l0_a, l0_wd, l0_dp) over (nb) in [(1 + 3 * min(1, 64 / B) * min(1, B / 17)) * (131 / "));
-        assert_null(strstr(text, "B / 33"));
-        free(text);
-    }
-    { /* slices_to: the largest sliced batch (the batch-65-128 kernel's TMA forms take a slice too) */
-        evt_decode_opts o = {.model = "qwen3-8b", .batch = 100, .ctx = 8, .steps = 1};
-        o.build.dn_slices = o.build.o_slices = 4;
-        o.build.slices_to = 128;
-        evt_qwen3_config c;
-        char *text = NULL;
-        evt_diag d = {0};
-        assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
-        assert_non_null(strstr(text, "call l0_dn = linear_part(l0_a, l0_wd, l0_dp) over (nb) in [(1 + 3 * min(1, 128 / B) * min(1, B / 33)) * (131 / "));
-        assert_non_null(strstr(text, "call l0_oproj = linear_part(l0_o, l0_wo, l0_op) over (nb) in [(1 + 3 * min(1, 128 / B) * min(1, B / 33))"));
-        assert_null(strstr(text, "64 / B"));
-        free(text);
+    { /* slices_from / slices_to: the least and the largest sliced batch in the program's expression (above 64 the
+         batch-65-128 kernel's TMA forms take a slice too) */
+        static const struct { int64_t batch, from, to; const char *want, *want_o, *absent; } rv[] = {
+            {32, 17, 0, "call l0_dn = linear_part(l0_a, l0_wd, l0_dp) over (nb) in [(1 + 3 * min(1, 64 / B) * min(1, B / 17)) * (131 / ",
+             NULL, "B / 33"},
+            {100, 0, 128, "call l0_dn = linear_part(l0_a, l0_wd, l0_dp) over (nb) in [(1 + 3 * min(1, 128 / B) * min(1, B / 33)) * (131 / ",
+             "call l0_oproj = linear_part(l0_o, l0_wo, l0_op) over (nb) in [(1 + 3 * min(1, 128 / B) * min(1, B / 33))", "64 / B"}};
+        for (size_t k = 0; k < sizeof rv / sizeof rv[0]; k++) {
+            evt_decode_opts o = {.model = "qwen3-8b", .batch = rv[k].batch, .ctx = 8, .steps = 1};
+            o.build.dn_slices = o.build.o_slices = 4;
+            o.build.slices_from = rv[k].from;
+            o.build.slices_to = rv[k].to;
+            evt_qwen3_config c;
+            char *text = NULL;
+            evt_diag d = {0};
+            assert_int_equal(evt_decode_program(&o, &c, &text, &d), EVT_OK);
+            assert_non_null(strstr(text, rv[k].want));
+            if (rv[k].want_o) assert_non_null(strstr(text, rv[k].want_o));
+            assert_null(strstr(text, rv[k].absent));
+            free(text);
+        }
     }
     { /* more slices than the down projection has tiles: refused with a message */
         evt_decode_opts o = {.model = "examples/qwen3-tiny.json", .batch = 20, .ctx = 8, .steps = 1, .norms = EVT_NORMS_CALLS};
